@@ -1,0 +1,8 @@
+//! One module per subcommand: its clap `Args` and a `run` that calls the library doing the work.
+
+pub mod ci;
+pub mod compare;
+pub mod env;
+pub mod migrate;
+pub mod new;
+pub mod validate;

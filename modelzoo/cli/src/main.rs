@@ -1,0 +1,63 @@
+//! `modelzoo`: the adapter's toolbox around the zoo — layout checks, SDAA-vs-CUDA precision
+//! reports, environment report, the PR functional check, scaffolding and CUDA→SDAA migration.
+//!
+//! A thin binary: each subcommand parses its arguments and calls a library.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod commands;
+
+#[derive(Parser)]
+#[command(name = "modelzoo", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check model directories against the ModelZoo layout rules.
+    Validate(commands::validate::Args),
+    /// Compare a candidate (SDAA) training log against a baseline (CUDA) log.
+    Compare(commands::compare::Args),
+    /// Print the device environment (PyTorch, SDAA libraries, CPU, CUDA).
+    Env(commands::env::Args),
+    /// Run the PR functional check on the zoo's models.
+    Ci(commands::ci::Args),
+    /// Scaffold a new model directory in ModelZoo shape.
+    New(commands::new::Args),
+    /// Port a PyTorch model directory from CUDA to SDAA (dry run by default).
+    Migrate(commands::migrate::Args),
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Validate(args) => commands::validate::run(args),
+        Command::Compare(args) => commands::compare::run(args),
+        Command::Env(args) => commands::env::run(args),
+        Command::Ci(args) => commands::ci::run(args),
+        Command::New(args) => commands::new::run(args),
+        Command::Migrate(args) => commands::migrate::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Diagnostics go to stderr through `tracing` (`RUST_LOG` honoured), never into metric lines.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

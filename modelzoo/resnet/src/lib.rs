@@ -1,0 +1,1 @@
+//! ResNet (torchvision-compatible architectures) as a ModelZoo standard case.
