@@ -1,0 +1,202 @@
+//! Argument specs: the ModelZoo standard arguments and each model's extras, as data.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The standard spec's YAML text, embedded so every binary carries the same source of truth.
+pub const STANDARD_SPEC_YAML: &str = include_str!("../spec/standard.yaml");
+
+/// The value type of one argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArgType {
+    Int,
+    Float,
+    Bool,
+    String,
+    Path,
+}
+
+/// One command-line argument.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgDef {
+    /// Long name, snake_case as in the ModelZoo (`--batch_size`).
+    pub name: String,
+    /// Further long forms (`--bs`).
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// One-letter short form (`-c`).
+    #[serde(default)]
+    pub short: Option<char>,
+    #[serde(rename = "type")]
+    pub ty: ArgType,
+    /// Default value as YAML scalar; `None` means no default (absent unless given).
+    #[serde(default)]
+    pub default: Option<serde_yaml::Value>,
+    #[serde(default)]
+    pub required: bool,
+    /// Allowed values, if restricted.
+    #[serde(default)]
+    pub choices: Vec<String>,
+    /// May be given several times (collected in order).
+    #[serde(default)]
+    pub repeatable: bool,
+    pub help: String,
+}
+
+impl ArgDef {
+    /// The default rendered as command-line text (`None` when there is none).
+    pub fn default_text(&self) -> Option<String> {
+        self.default.as_ref().map(|v| match v {
+            serde_yaml::Value::String(s) => s.clone(),
+            other => serde_yaml::to_string(other)
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        })
+    }
+}
+
+/// An ordered list of arguments (the standard spec, a model's extras, or both merged).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgSpec {
+    pub args: Vec<ArgDef>,
+}
+
+/// A spec that cannot be used, with where and why.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("cannot read argument spec {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("argument spec {origin}: {source}")]
+    Yaml {
+        origin: String,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("argument spec {origin}: {message}")]
+    Invalid { origin: String, message: String },
+}
+
+impl ArgSpec {
+    /// The ModelZoo standard arguments.
+    pub fn standard() -> ArgSpec {
+        ArgSpec::from_yaml(STANDARD_SPEC_YAML, "spec/standard.yaml")
+            .expect("embedded standard spec is valid (checked by tests)")
+    }
+
+    /// Parse and check a spec; `origin` names it in errors.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<ArgSpec, SpecError> {
+        let spec: ArgSpec = serde_yaml::from_str(text).map_err(|source| SpecError::Yaml {
+            origin: origin.to_string(),
+            source,
+        })?;
+        spec.check(origin)?;
+        Ok(spec)
+    }
+
+    /// Read a spec file.
+    pub fn from_file(path: &Path) -> Result<ArgSpec, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        ArgSpec::from_yaml(&text, &path.display().to_string())
+    }
+
+    /// The standard spec followed by a model's extras; a name or alias defined twice is an error.
+    pub fn merged(&self, extras: &ArgSpec, origin: &str) -> Result<ArgSpec, SpecError> {
+        let merged = ArgSpec {
+            args: self.args.iter().chain(&extras.args).cloned().collect(),
+        };
+        merged.check(origin)?;
+        Ok(merged)
+    }
+
+    /// Look an argument up by name.
+    pub fn get(&self, name: &str) -> Option<&ArgDef> {
+        self.args.iter().find(|a| a.name == name)
+    }
+
+    fn check(&self, origin: &str) -> Result<(), SpecError> {
+        let invalid = |message: String| SpecError::Invalid {
+            origin: origin.to_string(),
+            message,
+        };
+        let mut seen = HashSet::new();
+        let mut shorts = HashSet::new();
+        for arg in &self.args {
+            for long in std::iter::once(&arg.name).chain(&arg.aliases) {
+                if long.is_empty() || !long.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(invalid(format!("argument name {long:?} must be snake_case")));
+                }
+                if !seen.insert(long.clone()) {
+                    return Err(invalid(format!("argument --{long} is defined twice")));
+                }
+            }
+            if let Some(c) = arg.short {
+                if !shorts.insert(c) {
+                    return Err(invalid(format!("short flag -{c} is defined twice")));
+                }
+            }
+            if arg.ty == ArgType::Bool && arg.required {
+                return Err(invalid(format!("switch --{} cannot be required", arg.name)));
+            }
+            if let (Some(default), false) = (arg.default_text(), arg.choices.is_empty()) {
+                if !arg.choices.contains(&default) {
+                    return Err(invalid(format!(
+                        "default {default:?} of --{} is not among its choices {:?}",
+                        arg.name, arg.choices
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_spec_has_every_modelzoo_argument() {
+        let spec = ArgSpec::standard();
+        for name in [
+            "model_name", "epoch", "step", "batch_size", "dataset_path", "lr", "device",
+            "autocast", "num_workers", "seed", "nproc_per_node", "nnode", "node_rank",
+            "master_addr", "master_port", "output_dir", "resume", "config", "override",
+            "print_cmd",
+        ] {
+            assert!(spec.get(name).is_some(), "standard spec lacks --{name}");
+        }
+        assert_eq!(spec.get("batch_size").unwrap().aliases, vec!["bs".to_string()]);
+        assert_eq!(spec.get("config").unwrap().short, Some('c'));
+        assert!(spec.get("override").unwrap().repeatable);
+    }
+
+    #[test]
+    fn duplicate_names_and_bad_defaults_are_rejected() {
+        let extras = ArgSpec::from_yaml("args:\n  - {name: bs, type: int, help: x}\n", "m.yaml").unwrap();
+        let err = ArgSpec::standard().merged(&extras, "m.yaml").unwrap_err();
+        assert!(err.to_string().contains("--bs is defined twice"), "{err}");
+
+        let err = ArgSpec::from_yaml(
+            "args:\n  - {name: a, type: string, default: z, choices: [x, y], help: h}\n",
+            "m.yaml",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("not among its choices"), "{err}");
+
+        let err = ArgSpec::from_yaml("args:\n  - {name: a, type: int, help: h, typo: 1}\n", "m.yaml").unwrap_err();
+        assert!(err.to_string().contains("unknown field `typo`"), "{err}");
+    }
+}
