@@ -22,10 +22,11 @@ echo "setup: installing torch==$want into $venv (first time: a few minutes)"
 if [[ ! -x "$venv/bin/python" ]]; then
     "$python" -m venv "$venv"
 fi
-if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q "torch==$want"; then
+pip_log="$venv/pip-install.log"
+if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q "torch==$want" >"$pip_log" 2>&1; then
     cat >&2 <<MSG
-setup: could not install torch==$want from the Python package index into $venv.
-       tried: $venv/bin/python -m pip install torch==$want
+setup: could not install torch==$want from the Python package index into $venv
+       (tried: $venv/bin/python -m pip install torch==$want; pip's output: $pip_log).
        To use an existing libtorch $want instead, unpack it and run:
            make <target> LIBTORCH=/path/to/libtorch
 MSG
