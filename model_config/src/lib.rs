@@ -3,3 +3,6 @@
 //! plus `-o Section.key=value` overrides).
 
 pub mod fleetx;
+pub mod model_yaml;
+
+pub use model_yaml::{Framework, ModelEntry, ModelYaml, ModelYamlError};
