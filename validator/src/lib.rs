@@ -1,2 +1,7 @@
 //! `validator` answers the two questions every ported model must pass: "is this directory in
-//! ModelZoo shape?" ([`layout`]) and "does the SDAA run match CUDA within 1%?" ([`compare`]).
+//! ModelZoo shape?" ([`layout`]) and "does the SDAA run match CUDA within 1%?" ([`compare`]),
+//! with a report an adapter can paste into the README ([`report`]).
+
+pub mod compare;
+pub mod layout;
+pub mod report;

@@ -1,0 +1,784 @@
+//! `modelzoo compare`: does the candidate (SDAA) run match the baseline (CUDA) run?
+//!
+//! Both logs are streamed through `dllogger`'s reader (any format it knows); only the selected
+//! metric's values for the selected rank are kept (a 32-byte point each), plus the last value
+//! of every `val.*` metric. Steps are paired by (epoch, iteration) — the n-th occurrence of a
+//! key in one log with the n-th in the other — or by position (`Align::Order`); steps present
+//! in only one log are counted and listed as ranges.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// How steps of the two logs are paired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Align {
+    /// By (epoch, iteration, validation iteration) and occurrence.
+    Key,
+    /// By position: the i-th value of one log with the i-th of the other (loss.py's way).
+    Order,
+}
+
+/// The pass/fail rule.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "rule", rename_all = "kebab-case")]
+pub enum Rule {
+    /// Adaptation guide §3.5: |relative error of the final value| ≤ threshold (0.01 = 1%).
+    Rel1 { threshold: f64 },
+    /// ModelZoo run_scripts/loss.py: series cut to the shorter, paired by position; pass when
+    /// mean((c-b)/b) ≤ 0.05 or mean(c-b) ≤ 0.0002 (signed means).
+    ModelzooLoss,
+}
+
+impl Rule {
+    /// The rule's name as given to `--rule`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rule::Rel1 { .. } => "rel1",
+            Rule::ModelzooLoss => "modelzoo-loss",
+        }
+    }
+}
+
+/// loss.py's thresholds, reproduced exactly.
+pub const MODELZOO_LOSS_MEAN_REL: f64 = 0.05;
+pub const MODELZOO_LOSS_MEAN_DIFF: f64 = 0.0002;
+
+/// What to compare and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub metric: String,
+    pub rank: u32,
+    pub align: Align,
+    /// The final value is the mean of the last `tail` paired steps.
+    pub tail: usize,
+    pub rule: Rule,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            metric: "train.loss".into(),
+            rank: 0,
+            align: Align::Key,
+            tail: 10,
+            rule: Rule::Rel1 { threshold: 0.01 },
+        }
+    }
+}
+
+const NONE: u64 = u64::MAX;
+
+/// Where a value sits in training: epoch, iteration, validation iteration, occurrence of that
+/// triple so far. Absent parts are stored as `u64::MAX` to keep points small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    parts: [u64; 3],
+    occurrence: u32,
+}
+
+impl Key {
+    pub fn epoch(&self) -> Option<u64> {
+        (self.parts[0] != NONE).then_some(self.parts[0])
+    }
+    pub fn iteration(&self) -> Option<u64> {
+        (self.parts[1] != NONE).then_some(self.parts[1])
+    }
+    pub fn val_iteration(&self) -> Option<u64> {
+        (self.parts[2] != NONE).then_some(self.parts[2])
+    }
+    fn new(epoch: Option<u64>, iteration: Option<u64>, val_iteration: Option<u64>) -> Key {
+        Key {
+            parts: [
+                epoch.unwrap_or(NONE),
+                iteration.unwrap_or(NONE),
+                val_iteration.unwrap_or(NONE),
+            ],
+            occurrence: 0,
+        }
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(e) = self.epoch() {
+            parts.push(format!("epoch {e}"));
+        }
+        if let Some(i) = self.iteration() {
+            parts.push(format!("iteration {i}"));
+        }
+        if let Some(v) = self.val_iteration() {
+            parts.push(format!("val iteration {v}"));
+        }
+        if parts.is_empty() {
+            parts.push("unnumbered step".into());
+        }
+        if self.occurrence > 0 {
+            parts.push(format!("(occurrence {})", self.occurrence + 1));
+        }
+        f.write_str(&parts.join(" "))
+    }
+}
+
+impl Serialize for Key {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Key", 4)?;
+        st.serialize_field("epoch", &self.epoch())?;
+        st.serialize_field("iteration", &self.iteration())?;
+        st.serialize_field("val_iteration", &self.val_iteration())?;
+        st.serialize_field("occurrence", &self.occurrence)?;
+        st.end()
+    }
+}
+
+/// One value of the selected metric.
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    pub key: Key,
+    pub value: f64,
+}
+
+/// What was read from one log.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub path: PathBuf,
+    #[serde(skip)]
+    pub points: Vec<Point>,
+    /// Values of the selected metric for the selected rank.
+    pub values: usize,
+    /// Last value of each `val.*` metric for the selected rank.
+    pub eval_last: BTreeMap<String, f64>,
+    /// Metric names seen for the selected rank (for "metric absent" errors).
+    pub metrics_seen: Vec<String>,
+    /// Ranks seen in the log.
+    pub ranks_seen: Vec<u32>,
+    pub lines: u64,
+    pub records: u64,
+    pub malformed: u64,
+    pub bytes: u64,
+}
+
+/// Inputs `compare` cannot use (exit 2), each saying which file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{role} log {path}: {message}")]
+    Read {
+        role: &'static str,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("{role} log {path}: metric `{metric}` is absent for rank {rank} ({seen}) — choose one with --metric / --rank")]
+    MetricAbsent {
+        role: &'static str,
+        path: PathBuf,
+        metric: String,
+        rank: u32,
+        seen: String,
+    },
+    #[error("no common steps: the baseline has {baseline} and the candidate {candidate} values of `{metric}`, but no (epoch, iteration) in common (baseline starts at {baseline_first}, candidate at {candidate_first}) — use --align order to pair by position")]
+    NoCommonSteps {
+        metric: String,
+        baseline: usize,
+        candidate: usize,
+        baseline_first: String,
+        candidate_first: String,
+    },
+    #[error("report directory {path}: {message}")]
+    Report { path: PathBuf, message: String },
+}
+
+/// Stream one log and keep the selected metric's series. `role` names it in errors.
+pub fn read_series(
+    path: &Path,
+    role: &'static str,
+    metric: &str,
+    rank: u32,
+) -> Result<Series, CompareError> {
+    let mut reader = dllogger::open(path).map_err(|e| CompareError::Read {
+        role,
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let mut points = Vec::new();
+    let mut eval_last: BTreeMap<String, f64> = BTreeMap::new();
+    let mut metrics_seen: Vec<String> = Vec::new();
+    let mut ranks_seen: Vec<u32> = Vec::new();
+    loop {
+        let record = match reader.try_next() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                return Err(CompareError::Read {
+                    role,
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                })
+            }
+        };
+        if !ranks_seen.contains(&record.rank) {
+            ranks_seen.push(record.rank);
+        }
+        if record.rank != rank {
+            continue;
+        }
+        for (name, value) in &record.metrics {
+            if name == metric {
+                points.push(Point {
+                    key: Key::new(record.epoch, record.iteration, record.val_iteration),
+                    value: *value,
+                });
+            }
+            if name.starts_with("val.") {
+                match eval_last.get_mut(name.as_str()) {
+                    Some(v) => *v = *value,
+                    None => {
+                        eval_last.insert(name.clone(), *value);
+                    }
+                }
+            }
+            if metrics_seen.len() < 64 && !metrics_seen.iter().any(|m| m == name) {
+                metrics_seen.push(name.clone());
+            }
+        }
+    }
+    let stats = reader.stats();
+    ranks_seen.sort_unstable();
+    metrics_seen.sort();
+    let series = Series {
+        path: path.to_path_buf(),
+        values: points.len(),
+        points,
+        eval_last,
+        metrics_seen,
+        ranks_seen,
+        lines: stats.lines,
+        records: stats.records,
+        malformed: stats.malformed,
+        bytes: stats.bytes,
+    };
+    if series.points.is_empty() {
+        let seen = if series.records == 0 {
+            format!(
+                "no metric records in {} lines — is this a training log?",
+                series.lines
+            )
+        } else {
+            format!(
+                "ranks in the log: {:?}; metrics for rank {rank}: {}",
+                series.ranks_seen,
+                if series.metrics_seen.is_empty() {
+                    "none".to_string()
+                } else {
+                    series.metrics_seen.join(", ")
+                }
+            )
+        };
+        return Err(CompareError::MetricAbsent {
+            role,
+            path: path.to_path_buf(),
+            metric: metric.to_string(),
+            rank,
+            seen,
+        });
+    }
+    Ok(series)
+}
+
+/// Read both logs in parallel (one thread each) and compare them.
+pub fn compare_files(
+    baseline: &Path,
+    candidate: &Path,
+    options: &Options,
+) -> Result<Comparison, CompareError> {
+    let (b, c) = std::thread::scope(|s| {
+        let b = s.spawn(|| read_series(baseline, "baseline", &options.metric, options.rank));
+        let c = read_series(candidate, "candidate", &options.metric, options.rank);
+        let b = b.join().unwrap_or_else(|_| {
+            Err(CompareError::Read {
+                role: "baseline",
+                path: baseline.to_path_buf(),
+                message: "the reading thread panicked".into(),
+            })
+        });
+        (b, c)
+    });
+    compare(b?, c?, options)
+}
+
+/// A baseline and a candidate value at the same step.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Pair {
+    pub key: Key,
+    pub baseline: f64,
+    pub candidate: f64,
+}
+
+impl Pair {
+    /// candidate − baseline.
+    pub fn diff(&self) -> f64 {
+        self.candidate - self.baseline
+    }
+    /// (candidate − baseline) / baseline, signed, as loss.py computes it.
+    pub fn rel(&self) -> f64 {
+        (self.candidate - self.baseline) / self.baseline
+    }
+}
+
+/// A run of consecutive steps present in only one log.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyRange {
+    pub first: Key,
+    pub last: Key,
+    pub count: usize,
+}
+
+impl fmt::Display for KeyRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.count == 1 {
+            write!(f, "{}", self.first)
+        } else {
+            write!(f, "{} .. {} ({} steps)", self.first, self.last, self.count)
+        }
+    }
+}
+
+/// An extreme value and the step where it occurs.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Extreme {
+    pub value: f64,
+    pub at: Key,
+    /// Position among the paired steps (0-based).
+    pub index: usize,
+}
+
+/// The figures of a comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    pub steps_compared: usize,
+    /// mean((c-b)/b) — signed: opposite errors cancel.
+    pub mean_rel_err_signed: f64,
+    /// mean(|c-b|/|b|).
+    pub mean_rel_err_abs: f64,
+    /// mean(c-b) — signed.
+    pub mean_diff_signed: f64,
+    /// mean(|c-b|).
+    pub mean_abs_err: f64,
+    pub max_abs_err: Extreme,
+    /// Largest |c-b|/|b|.
+    pub max_rel_err: Extreme,
+    /// Steps whose baseline value is 0 (left out of the relative figures).
+    pub zero_baseline_steps: usize,
+    /// Steps averaged for the final value.
+    pub tail: usize,
+    pub final_baseline: f64,
+    pub final_candidate: f64,
+    /// (final_candidate − final_baseline) / |final_baseline|.
+    pub final_rel_err: f64,
+}
+
+/// Last-value comparison of an eval metric present in both logs.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalFigure {
+    pub metric: String,
+    pub baseline: f64,
+    pub candidate: f64,
+    pub rel_err: f64,
+}
+
+/// Pass or fail, with the sentence that says why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub rule: Rule,
+    pub pass: bool,
+    pub reason: String,
+    pub warnings: Vec<String>,
+}
+
+/// Everything `compare` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub metric: String,
+    pub rank: u32,
+    pub align: Align,
+    pub baseline: Series,
+    pub candidate: Series,
+    #[serde(skip)]
+    pub pairs: Vec<Pair>,
+    pub only_in_baseline: usize,
+    pub only_in_candidate: usize,
+    pub only_in_baseline_ranges: Vec<KeyRange>,
+    pub only_in_candidate_ranges: Vec<KeyRange>,
+    pub figures: Figures,
+    pub eval: Vec<EvalFigure>,
+    pub verdict: Verdict,
+}
+
+/// Pair two series, compute the figures and apply the rule.
+pub fn compare(
+    mut baseline: Series,
+    mut candidate: Series,
+    options: &Options,
+) -> Result<Comparison, CompareError> {
+    let mut warnings = Vec::new();
+    // loss.py pairs by position after cutting to the shorter series.
+    let align = match options.rule {
+        Rule::ModelzooLoss => {
+            if options.align == Align::Key {
+                warnings.push(
+                    "the modelzoo-loss rule pairs steps by position, as loss.py does (--align key is not used)"
+                        .to_string(),
+                );
+            }
+            Align::Order
+        }
+        _ => options.align,
+    };
+    let (pairs, only_b, only_c) = match align {
+        Align::Order => pair_by_order(&baseline.points, &candidate.points),
+        Align::Key => pair_by_key(&mut baseline.points, &mut candidate.points),
+    };
+    if pairs.is_empty() {
+        let first = |s: &Series| {
+            s.points
+                .iter()
+                .map(|p| p.key)
+                .min()
+                .map(|k| k.to_string())
+                .unwrap_or_default()
+        };
+        return Err(CompareError::NoCommonSteps {
+            metric: options.metric.clone(),
+            baseline: baseline.values,
+            candidate: candidate.values,
+            baseline_first: first(&baseline),
+            candidate_first: first(&candidate),
+        });
+    }
+    let figures = figures(&pairs, options.tail.max(1));
+    let eval: Vec<EvalFigure> = baseline
+        .eval_last
+        .iter()
+        .filter_map(|(m, &b)| {
+            candidate.eval_last.get(m).map(|&c| EvalFigure {
+                metric: m.clone(),
+                baseline: b,
+                candidate: c,
+                rel_err: (c - b) / b.abs(),
+            })
+        })
+        .collect();
+
+    if !only_b.is_empty() || !only_c.is_empty() {
+        warnings.push(format!(
+            "{} step(s) only in the baseline and {} only in the candidate were not compared (listed below)",
+            only_b.len(),
+            only_c.len()
+        ));
+    }
+    if figures.zero_baseline_steps > 0 {
+        warnings.push(format!(
+            "{} step(s) have a baseline value of 0 and are left out of the relative figures",
+            figures.zero_baseline_steps
+        ));
+    }
+    let verdict = verdict(options.rule, &figures, warnings);
+    // Release the raw series: the pairs hold what the report needs.
+    baseline.points = Vec::new();
+    candidate.points = Vec::new();
+    Ok(Comparison {
+        metric: options.metric.clone(),
+        rank: options.rank,
+        align,
+        baseline,
+        candidate,
+        only_in_baseline: only_b.len(),
+        only_in_candidate: only_c.len(),
+        only_in_baseline_ranges: ranges(&only_b),
+        only_in_candidate_ranges: ranges(&only_c),
+        pairs,
+        figures,
+        eval,
+        verdict,
+    })
+}
+
+/// Position pairing: the first min(n, m) values of each.
+fn pair_by_order(b: &[Point], c: &[Point]) -> (Vec<Pair>, Vec<Key>, Vec<Key>) {
+    let n = b.len().min(c.len());
+    let pairs = b[..n]
+        .iter()
+        .zip(&c[..n])
+        .map(|(b, c)| Pair {
+            key: b.key,
+            baseline: b.value,
+            candidate: c.value,
+        })
+        .collect();
+    let only_b = b[n..].iter().map(|p| p.key).collect();
+    let only_c = c[n..].iter().map(|p| p.key).collect();
+    (pairs, only_b, only_c)
+}
+
+/// Key pairing: number repeated keys by occurrence (in log order), sort, merge-join.
+fn pair_by_key(b: &mut [Point], c: &mut [Point]) -> (Vec<Pair>, Vec<Key>, Vec<Key>) {
+    number_occurrences(b);
+    number_occurrences(c);
+    let mut pairs = Vec::with_capacity(b.len().min(c.len()));
+    let (mut only_b, mut only_c) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < b.len() && j < c.len() {
+        match b[i].key.cmp(&c[j].key) {
+            std::cmp::Ordering::Less => {
+                only_b.push(b[i].key);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                only_c.push(c[j].key);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                pairs.push(Pair {
+                    key: b[i].key,
+                    baseline: b[i].value,
+                    candidate: c[j].value,
+                });
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    only_b.extend(b[i..].iter().map(|p| p.key));
+    only_c.extend(c[j..].iter().map(|p| p.key));
+    (pairs, only_b, only_c)
+}
+
+/// Give the n-th repeat of a key (in log order) occurrence n, then sort by key. A stable sort
+/// keeps repeats in log order, so occurrence numbers follow from adjacent equal triples.
+fn number_occurrences(points: &mut [Point]) {
+    points.sort_by_key(|p| p.key.parts);
+    for i in 1..points.len() {
+        if points[i].key.parts == points[i - 1].key.parts {
+            points[i].key.occurrence = points[i - 1].key.occurrence.saturating_add(1);
+        }
+    }
+}
+
+/// Compress sorted keys into runs of consecutive iterations (same epoch and val iteration).
+fn ranges(keys: &[Key]) -> Vec<KeyRange> {
+    let mut out: Vec<KeyRange> = Vec::new();
+    for &k in keys {
+        if let Some(last) = out.last_mut() {
+            let l = last.last;
+            let same_group = l.parts[0] == k.parts[0] && l.parts[2] == k.parts[2];
+            let next = l.parts[1] != NONE
+                && k.parts[1] != NONE
+                && (k.parts[1] == l.parts[1] || k.parts[1] == l.parts[1] + 1);
+            let unnumbered = l.parts == k.parts;
+            if same_group && (next || unnumbered) {
+                last.last = k;
+                last.count += 1;
+                continue;
+            }
+        }
+        out.push(KeyRange {
+            first: k,
+            last: k,
+            count: 1,
+        });
+    }
+    out
+}
+
+/// The figures over the paired steps; sums are sequential, as Python's `sum` does.
+pub fn figures(pairs: &[Pair], tail: usize) -> Figures {
+    let n = pairs.len();
+    let (mut sum_rel, mut sum_abs_rel, mut sum_diff, mut sum_abs) = (0.0, 0.0, 0.0, 0.0);
+    let mut rel_n = 0usize;
+    let mut max_abs = Extreme {
+        value: f64::NEG_INFINITY,
+        at: pairs[0].key,
+        index: 0,
+    };
+    let mut max_rel = max_abs;
+    for (i, p) in pairs.iter().enumerate() {
+        let d = p.diff();
+        sum_diff += d;
+        sum_abs += d.abs();
+        if d.abs() > max_abs.value {
+            max_abs = Extreme {
+                value: d.abs(),
+                at: p.key,
+                index: i,
+            };
+        }
+        if p.baseline != 0.0 {
+            let r = p.rel();
+            sum_rel += r;
+            sum_abs_rel += r.abs();
+            rel_n += 1;
+            if r.abs() > max_rel.value {
+                max_rel = Extreme {
+                    value: r.abs(),
+                    at: p.key,
+                    index: i,
+                };
+            }
+        }
+    }
+    if rel_n == 0 {
+        max_rel.value = f64::NAN;
+    }
+    let tail = tail.min(n);
+    let last = &pairs[n - tail..];
+    let final_baseline = last.iter().map(|p| p.baseline).sum::<f64>() / tail as f64;
+    let final_candidate = last.iter().map(|p| p.candidate).sum::<f64>() / tail as f64;
+    Figures {
+        steps_compared: n,
+        mean_rel_err_signed: sum_rel / rel_n as f64,
+        mean_rel_err_abs: sum_abs_rel / rel_n as f64,
+        mean_diff_signed: sum_diff / n as f64,
+        mean_abs_err: sum_abs / n as f64,
+        max_abs_err: max_abs,
+        max_rel_err: max_rel,
+        zero_baseline_steps: n - rel_n,
+        tail,
+        final_baseline,
+        final_candidate,
+        final_rel_err: (final_candidate - final_baseline) / final_baseline.abs(),
+    }
+}
+
+/// Apply a rule to the figures.
+pub fn verdict(rule: Rule, f: &Figures, mut warnings: Vec<String>) -> Verdict {
+    let (pass, reason) = match rule {
+        Rule::Rel1 { threshold } => {
+            let e = f.final_rel_err.abs();
+            let pass = e <= threshold;
+            (
+                pass,
+                format!(
+                    "|relative error of the final value| = {} {} {} (final value = mean of the last {} step(s): baseline {}, candidate {})",
+                    pct(e),
+                    if pass { "≤" } else { ">" },
+                    pct(threshold),
+                    f.tail,
+                    f.final_baseline,
+                    f.final_candidate
+                ),
+            )
+        }
+        Rule::ModelzooLoss => {
+            let by_rel = f.mean_rel_err_signed <= MODELZOO_LOSS_MEAN_REL;
+            let by_diff = f.mean_diff_signed <= MODELZOO_LOSS_MEAN_DIFF;
+            warnings.push(
+                "modelzoo-loss uses signed means: errors of opposite sign cancel, so a large error can pass; see mean |relative error| and the max figures"
+                    .to_string(),
+            );
+            (
+                by_rel || by_diff,
+                format!(
+                    "mean((c-b)/b) = {:.6e} {} {MODELZOO_LOSS_MEAN_REL}, mean(c-b) = {:.6e} {} {MODELZOO_LOSS_MEAN_DIFF} (passes when either holds; {} steps paired by position)",
+                    f.mean_rel_err_signed,
+                    if by_rel { "≤" } else { ">" },
+                    f.mean_diff_signed,
+                    if by_diff { "≤" } else { ">" },
+                    f.steps_compared
+                ),
+            )
+        }
+    };
+    Verdict {
+        rule,
+        pass,
+        reason,
+        warnings,
+    }
+}
+
+/// A fraction as a percentage with enough digits to see small errors.
+pub fn pct(x: f64) -> String {
+    format!("{:.4}%", x * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts(keys: &[(u64, u64)], start: f64) -> Vec<Point> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, &(e, it))| Point {
+                key: Key::new(Some(e), Some(it), None),
+                value: start + i as f64,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn key_pairing_lists_steps_in_one_log_only() {
+        let mut b = pts(&[(0, 0), (0, 1), (0, 2), (0, 3)], 1.0);
+        let mut c = pts(&[(0, 2), (0, 3), (0, 4), (0, 5), (1, 0)], 10.0);
+        let (pairs, ob, oc) = pair_by_key(&mut b, &mut c);
+        assert_eq!(pairs.len(), 2);
+        assert_eq!(pairs[0].baseline, 3.0);
+        assert_eq!(pairs[0].candidate, 10.0);
+        assert_eq!(ob.len(), 2);
+        assert_eq!(oc.len(), 3);
+        let r = ranges(&oc);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!(
+            r[0].to_string(),
+            "epoch 0 iteration 4 .. epoch 0 iteration 5 (2 steps)"
+        );
+        assert_eq!(r[1].to_string(), "epoch 1 iteration 0");
+    }
+
+    #[test]
+    fn repeated_keys_pair_by_occurrence() {
+        // Unnumbered values (plain `loss x` lines) pair in log order.
+        let mk = |vals: &[f64]| -> Vec<Point> {
+            vals.iter()
+                .map(|&v| Point {
+                    key: Key::new(None, None, None),
+                    value: v,
+                })
+                .collect()
+        };
+        let (mut b, mut c) = (mk(&[3.0, 2.0, 1.0]), mk(&[3.5, 2.5]));
+        let (pairs, ob, oc) = pair_by_key(&mut b, &mut c);
+        assert_eq!(
+            pairs
+                .iter()
+                .map(|p| (p.baseline, p.candidate))
+                .collect::<Vec<_>>(),
+            vec![(3.0, 3.5), (2.0, 2.5)]
+        );
+        assert_eq!((ob.len(), oc.len()), (1, 0));
+    }
+
+    #[test]
+    fn figures_and_rules_on_known_errors() {
+        let pairs: Vec<Pair> = (0..20)
+            .map(|i| Pair {
+                key: Key::new(Some(0), Some(i), None),
+                baseline: 2.0,
+                candidate: if i % 2 == 0 { 2.2 } else { 1.8 },
+            })
+            .collect();
+        let f = figures(&pairs, 10);
+        assert!(f.mean_rel_err_signed.abs() < 1e-15);
+        assert!((f.mean_rel_err_abs - 0.1).abs() < 1e-12);
+        assert!((f.max_abs_err.value - 0.2).abs() < 1e-12);
+        assert_eq!(f.max_abs_err.index, 0);
+        // Signed means cancel: loss.py's rule passes a ±10% error, rel1 judges the tail mean.
+        assert!(verdict(Rule::ModelzooLoss, &f, vec![]).pass);
+        assert!(verdict(Rule::Rel1 { threshold: 0.01 }, &f, vec![]).pass);
+        let f1 = figures(&pairs[..19], 1);
+        assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f1, vec![]).pass);
+    }
+}

@@ -1,0 +1,1057 @@
+//! `modelzoo validate`: the ModelZoo layout rules of the adaptation guide (§3.3, §3.6, §3.7),
+//! checked on a model directory without writing anything.
+//!
+//! Two kinds of model directory are understood:
+//! - a Python model directory in the Tecorigin ModelZoo layout (`README.md`, `requirements.txt`,
+//!   `run_scripts/` with `run_<model>.py`, `argument.py`, `formate_cmd.py`, `README.md`);
+//! - one of this repository's Rust model crates (`Cargo.toml` declaring a `run_<model>` binary,
+//!   the model's argument spec `spec.yaml`, `README.md`), the same contract in Rust.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use model_config::model_yaml::ModelYaml;
+use regex::Regex;
+use run_scripts_template::ArgSpec;
+use serde::Serialize;
+
+/// One layout rule: a stable id (used in output and `--list-rules`) and what it asks for.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Rule {
+    pub id: &'static str,
+    pub description: &'static str,
+}
+
+/// Every rule `validate` checks, in the order they are checked.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "layout.readme",
+        description: "the model directory has a README.md",
+    },
+    Rule {
+        id: "layout.requirements",
+        description: "a Python model directory has requirements.txt",
+    },
+    Rule {
+        id: "layout.run-scripts",
+        description: "a Python model directory has run_scripts/ holding run_<model>.py, argument.py, formate_cmd.py and README.md",
+    },
+    Rule {
+        id: "crate.run-binary",
+        description: "a Rust model crate declares a run_<model> binary in Cargo.toml and its source file exists",
+    },
+    Rule {
+        id: "crate.spec",
+        description: "a Rust model crate has spec.yaml, a valid argument spec that merges with the ModelZoo standard spec",
+    },
+    Rule {
+        id: "readme.encoding",
+        description: "README files are UTF-8 text",
+    },
+    Rule {
+        id: "readme.sections",
+        description: "the model README has the sections model introduction, dataset preparation, environment (Docker) preparation, start training, training results (English or Chinese headings)",
+    },
+    Rule {
+        id: "args.documented",
+        description: "the run_scripts README (a crate's README) documents model_name, batch_size, epoch, step, dataset_path, lr, device, autocast, plus nproc_per_node for DDP models and nnode, node_rank for multi-node models",
+    },
+    Rule {
+        id: "args.step",
+        description: "the argument parser accepts --step (argument.py, or the crate's merged argument spec)",
+    },
+    Rule {
+        id: "requirements.no-framework",
+        description: "requirements.txt does not list torch or paddle (the SDAA environment provides them)",
+    },
+    Rule {
+        id: "model-yaml.entry",
+        description: "model.yaml (given with --model-yaml, or found as model_config/model.yaml in an ancestor directory) has an entry for the model",
+    },
+    Rule {
+        id: "fs.readable",
+        description: "every file and directory the rules look at can be read (I/O errors and symlink loops are reported here)",
+    },
+];
+
+/// The arguments every run_scripts README must document (adaptation guide §3.3).
+pub const DOCUMENTED_ARGS: &[&str] = &[
+    "model_name",
+    "batch_size",
+    "epoch",
+    "step",
+    "dataset_path",
+    "lr",
+    "device",
+    "autocast",
+];
+
+/// One violation: the file (or directory) it is about, the rule, and what to do.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub path: PathBuf,
+    pub rule: &'static str,
+    pub message: String,
+}
+
+/// What kind of model directory was recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Tecorigin ModelZoo layout with `run_scripts/`.
+    Python,
+    /// A Rust model crate of this repository.
+    RustCrate,
+    /// Not a model directory: a path `--all` could not walk (it carries `fs.readable` findings).
+    Unwalkable,
+}
+
+/// The result for one model directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirReport {
+    pub dir: PathBuf,
+    pub kind: ModelKind,
+    pub findings: Vec<Finding>,
+}
+
+/// Reasons `validate` cannot run at all (exit 2), as opposed to violations (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{path}: not a directory — give a model directory (or a tree with --all)")]
+    NotADirectory { path: PathBuf },
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path}: not a usable model.yaml: {message}")]
+    ModelYaml { path: PathBuf, message: String },
+}
+
+/// The model names and directories a model.yaml lists (what `model-yaml.entry` needs), read
+/// with `model_config`'s loader.
+#[derive(Debug, Clone, Default)]
+pub struct ModelIndex {
+    pub path: PathBuf,
+    names: Vec<String>,
+    dirs: Vec<PathBuf>,
+}
+
+impl ModelIndex {
+    /// Load a model.yaml; an unreadable or invalid file is an error naming it.
+    pub fn load(path: &Path) -> Result<ModelIndex, LayoutError> {
+        let yaml = ModelYaml::load(path).map_err(|e| LayoutError::ModelYaml {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(ModelIndex {
+            path: path.to_path_buf(),
+            names: yaml
+                .models
+                .iter()
+                .map(|m| normalise_name(&m.name))
+                .collect(),
+            dirs: yaml
+                .models
+                .iter()
+                .map(|m| {
+                    let d = yaml.model_dir(m);
+                    fs::canonicalize(&d).unwrap_or(d)
+                })
+                .collect(),
+        })
+    }
+
+    /// Whether an entry's path is this directory, or its name is the directory's or a run
+    /// script's model name.
+    fn has_entry(&self, dir: &Path, model_names: &[String]) -> bool {
+        let abs = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if self.dirs.contains(&abs) {
+            return true;
+        }
+        let dir_name = dir
+            .file_name()
+            .map(|n| normalise_name(&n.to_string_lossy()))
+            .unwrap_or_default();
+        std::iter::once(dir_name)
+            .chain(model_names.iter().map(|n| normalise_name(n)))
+            .filter(|n| !n.is_empty())
+            .any(|n| self.names.contains(&n))
+    }
+}
+
+fn normalise_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Options of a validation run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// model.yaml to check entries against; when `None`, each model directory's ancestors are
+    /// searched for `model_config/model.yaml`.
+    pub model_yaml: Option<PathBuf>,
+}
+
+/// Checks model directories; caches the model.yaml files it finds.
+pub struct Validator {
+    given_index: Option<Arc<ModelIndex>>,
+    found: HashMap<PathBuf, Lookup>,
+}
+
+impl Validator {
+    /// A validator; a `--model-yaml` that cannot be read or parsed is an error (exit 2).
+    pub fn new(options: &Options) -> Result<Validator, LayoutError> {
+        let given_index = match &options.model_yaml {
+            Some(p) => Some(Arc::new(ModelIndex::load(p)?)),
+            None => None,
+        };
+        Ok(Validator {
+            given_index,
+            found: HashMap::new(),
+        })
+    }
+
+    /// Check one model directory; its kind is recognised from what it holds.
+    pub fn check_dir(&mut self, dir: &Path) -> Result<DirReport, LayoutError> {
+        match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(LayoutError::NotADirectory {
+                    path: dir.to_path_buf(),
+                })
+            }
+            Err(source) => {
+                return Err(LayoutError::Io {
+                    path: dir.to_path_buf(),
+                    source,
+                })
+            }
+        }
+        let kind = if dir.join("Cargo.toml").is_file() {
+            ModelKind::RustCrate
+        } else {
+            ModelKind::Python
+        };
+        let mut findings = Vec::new();
+        let model_names = match kind {
+            ModelKind::RustCrate => check_rust_crate(dir, &mut findings),
+            _ => check_python(dir, &mut findings),
+        };
+        self.check_model_yaml(dir, &model_names, &mut findings);
+        Ok(DirReport {
+            dir: dir.to_path_buf(),
+            kind,
+            findings,
+        })
+    }
+
+    /// Find every model directory under `root` (not descending into one once found) and check
+    /// each. Walk errors (symlink loops, unreadable directories) become `fs.readable` findings.
+    pub fn check_tree(&mut self, root: &Path) -> Result<Vec<DirReport>, LayoutError> {
+        match fs::metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(LayoutError::NotADirectory {
+                    path: root.to_path_buf(),
+                })
+            }
+            Err(source) => {
+                return Err(LayoutError::Io {
+                    path: root.to_path_buf(),
+                    source,
+                })
+            }
+        }
+        let mut reports = Vec::new();
+        let mut walk = walkdir::WalkDir::new(root)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter();
+        while let Some(entry) = walk.next() {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(err) => {
+                    let path = err.path().unwrap_or(root).to_path_buf();
+                    let message = match err.loop_ancestor() {
+                        Some(ancestor) => format!(
+                            "symlink loop: leads back to {}; not followed — remove or retarget the link",
+                            ancestor.display()
+                        ),
+                        None => format!("cannot walk: {err}"),
+                    };
+                    reports.push(DirReport {
+                        dir: path.clone(),
+                        kind: ModelKind::Unwalkable,
+                        findings: vec![Finding {
+                            path,
+                            rule: "fs.readable",
+                            message,
+                        }],
+                    });
+                    continue;
+                }
+            };
+            if !entry.file_type().is_dir() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy();
+            if entry.depth() > 0
+                && (name.starts_with('.') || name == "target" || name == "node_modules")
+            {
+                walk.skip_current_dir();
+                continue;
+            }
+            if is_model_dir(entry.path()) {
+                walk.skip_current_dir();
+                reports.push(self.check_dir(entry.path())?);
+            }
+        }
+        Ok(reports)
+    }
+
+    fn check_model_yaml(&mut self, dir: &Path, model_names: &[String], out: &mut Vec<Finding>) {
+        let found = match &self.given_index {
+            Some(i) => Lookup::Index(i.clone()),
+            None => self.find_index(dir),
+        };
+        match found {
+            Lookup::Index(index) if !index.has_entry(dir, model_names) => out.push(Finding {
+                path: index.path.clone(),
+                rule: "model-yaml.entry",
+                message: format!(
+                    "no entry for this model ({}): add one with its `name` and `path` for the PR functional check",
+                    dir.display()
+                ),
+            }),
+            Lookup::Broken(path, message) => out.push(Finding {
+                path,
+                rule: "model-yaml.entry",
+                message: format!("cannot use this model.yaml: {message}"),
+            }),
+            _ => {}
+        }
+    }
+
+    /// The nearest `model_config/model.yaml` among `dir`'s ancestors, cached per ancestor.
+    fn find_index(&mut self, dir: &Path) -> Lookup {
+        let abs = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        for ancestor in abs.ancestors() {
+            let lookup = self.found.entry(ancestor.to_path_buf()).or_insert_with(|| {
+                let candidate = ancestor.join("model_config").join("model.yaml");
+                if !candidate.is_file() {
+                    return Lookup::Absent;
+                }
+                match ModelIndex::load(&candidate) {
+                    Ok(i) => Lookup::Index(Arc::new(i)),
+                    Err(e) => Lookup::Broken(candidate, e.to_string()),
+                }
+            });
+            if !matches!(lookup, Lookup::Absent) {
+                return lookup.clone();
+            }
+        }
+        Lookup::Absent
+    }
+}
+
+/// What an ancestor directory holds as `model_config/model.yaml`.
+#[derive(Debug, Clone)]
+enum Lookup {
+    Absent,
+    Index(Arc<ModelIndex>),
+    Broken(PathBuf, String),
+}
+
+/// Whether `--all` treats this directory as a model directory.
+fn is_model_dir(dir: &Path) -> bool {
+    if dir.join("run_scripts").is_dir() || dir.join("requirements.txt").is_file() {
+        return true;
+    }
+    let cargo = dir.join("Cargo.toml");
+    cargo.is_file()
+        && (dir.join("spec.yaml").is_file()
+            || fs::read_to_string(&cargo)
+                .map(|t| bin_names(&t).iter().any(|n| n.starts_with("run_")))
+                .unwrap_or(false))
+}
+
+/// Read a file the rules need; a missing file is `Ok(None)`, other errors are findings.
+fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
+    match fs::read(path) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => {
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "fs.readable",
+                message: format!("cannot read: {e}"),
+            });
+            None
+        }
+    }
+}
+
+/// Text of a README: non-UTF-8 bytes are reported and replaced, so the other rules still run.
+fn read_readme(path: &Path, out: &mut Vec<Finding>) -> Option<String> {
+    let bytes = read_bytes(path, out)?;
+    match String::from_utf8(bytes) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "readme.encoding",
+                message: format!(
+                    "not UTF-8 (first invalid byte at offset {at}, line {line}); re-save it as UTF-8 (e.g. `iconv -f GBK -t UTF-8`)"
+                ),
+            });
+            Some(String::from_utf8_lossy(e.as_bytes()).into_owned())
+        }
+    }
+}
+
+fn missing(out: &mut Vec<Finding>, path: PathBuf, rule: &'static str, what: &str) {
+    out.push(Finding {
+        path,
+        rule,
+        message: format!("missing: {what}"),
+    });
+}
+
+/// Python (Tecorigin ModelZoo) layout. Returns the model names its run scripts give.
+fn check_python(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
+    let readme = dir.join("README.md");
+    match read_readme(&readme, out) {
+        Some(text) => check_sections(&readme, &text, out),
+        None if !readme.exists() => missing(
+            out,
+            readme,
+            "layout.readme",
+            "README.md (model introduction, dataset, Docker environment, start training, training results)",
+        ),
+        None => {}
+    }
+
+    let req = dir.join("requirements.txt");
+    match read_bytes(&req, out) {
+        Some(bytes) => check_requirements(&req, &String::from_utf8_lossy(&bytes), out),
+        None if !req.exists() => missing(
+            out,
+            req,
+            "layout.requirements",
+            "requirements.txt (the model's extra Python dependencies)",
+        ),
+        None => {}
+    }
+
+    let rs = dir.join("run_scripts");
+    if !rs.is_dir() {
+        missing(
+            out,
+            rs,
+            "layout.run-scripts",
+            "run_scripts/ with run_<model>.py, argument.py, formate_cmd.py and README.md",
+        );
+        return Vec::new();
+    }
+    let mut model_names = Vec::new();
+    let mut run_scripts = Vec::new();
+    match fs::read_dir(&rs) {
+        Ok(entries) => {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if let Some(model) = name
+                    .strip_prefix("run_")
+                    .and_then(|n| n.strip_suffix(".py"))
+                {
+                    if !model.is_empty() {
+                        model_names.push(model.to_string());
+                        run_scripts.push(entry.path());
+                    }
+                }
+            }
+        }
+        Err(e) => out.push(Finding {
+            path: rs.clone(),
+            rule: "fs.readable",
+            message: format!("cannot list: {e}"),
+        }),
+    }
+    model_names.sort();
+    run_scripts.sort();
+    if run_scripts.is_empty() {
+        missing(
+            out,
+            rs.join("run_<model>.py"),
+            "layout.run-scripts",
+            "run_<model>.py (the uniform launcher, e.g. run_resnet.py)",
+        );
+    }
+    for (file, what) in [
+        (
+            "argument.py",
+            "argument.py (the argparse definition of every argument)",
+        ),
+        (
+            "formate_cmd.py",
+            "formate_cmd.py (formats the launch command)",
+        ),
+        (
+            "README.md",
+            "README.md (documents every run_scripts argument)",
+        ),
+    ] {
+        if !rs.join(file).exists() {
+            missing(out, rs.join(file), "layout.run-scripts", what);
+        }
+    }
+
+    // Sources that define the arguments: argument.py and the run scripts.
+    let argument = rs.join("argument.py");
+    let argument_text =
+        read_bytes(&argument, out).map(|b| String::from_utf8_lossy(&b).into_owned());
+    let mut parser_text = argument_text.clone().unwrap_or_default();
+    for script in &run_scripts {
+        if let Some(b) = read_bytes(script, out) {
+            parser_text.push('\n');
+            parser_text.push_str(&String::from_utf8_lossy(&b));
+        }
+    }
+    if argument_text.is_some() || !run_scripts.is_empty() {
+        static STEP: OnceLock<Regex> = OnceLock::new();
+        let step = STEP.get_or_init(|| Regex::new(r#"["']--step["']"#).expect("valid regex"));
+        if !step.is_match(&parser_text) {
+            out.push(Finding {
+                path: if argument_text.is_some() { argument } else { rs.clone() },
+                rule: "args.step",
+                message: "the argument parser has no `--step` option: add `parser.add_argument('--step', type=int, default=-1)` for short functional runs".into(),
+            });
+        }
+    }
+
+    let ddp = contains_word(&parser_text, "nproc_per_node");
+    let multi_node = contains_word(&parser_text, "nnode")
+        || contains_word(&parser_text, "nnodes")
+        || contains_word(&parser_text, "node_rank");
+    let rs_readme = rs.join("README.md");
+    if let Some(text) = read_readme(&rs_readme, out) {
+        let mut wanted: Vec<&str> = DOCUMENTED_ARGS.to_vec();
+        if ddp {
+            wanted.push("nproc_per_node");
+        }
+        if multi_node {
+            wanted.extend(["nnode", "node_rank"]);
+        }
+        check_documented(&rs_readme, &text, &wanted, out);
+    }
+    model_names
+}
+
+/// Rust model crate layout. Returns the model names its run binaries give.
+fn check_rust_crate(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
+    let manifest = dir.join("Cargo.toml");
+    let mut model_names = Vec::new();
+    if let Some(bytes) = read_bytes(&manifest, out) {
+        let text = String::from_utf8_lossy(&bytes);
+        let bins = bin_targets(&text);
+        let mut found = false;
+        for (name, path) in &bins {
+            if let Some(model) = name.strip_prefix("run_") {
+                model_names.push(model.to_string());
+                let candidates: Vec<PathBuf> = match path {
+                    Some(p) => vec![dir.join(p)],
+                    None => vec![
+                        dir.join("src/bin").join(format!("{name}.rs")),
+                        dir.join("src/bin").join(name).join("main.rs"),
+                        dir.join("src/main.rs"),
+                    ],
+                };
+                if candidates.iter().any(|c| c.is_file()) {
+                    found = true;
+                } else {
+                    out.push(Finding {
+                        path: candidates[0].clone(),
+                        rule: "crate.run-binary",
+                        message: format!("the source of binary `{name}` does not exist"),
+                    });
+                    found = true;
+                }
+            }
+        }
+        // Binaries cargo discovers without a [[bin]] section.
+        if let Ok(entries) = fs::read_dir(dir.join("src/bin")) {
+            for entry in entries.flatten() {
+                let n = entry.file_name().to_string_lossy().into_owned();
+                let stem = n.strip_suffix(".rs").unwrap_or(&n).to_string();
+                if let Some(model) = stem.strip_prefix("run_") {
+                    if !model_names.iter().any(|m| m == model) {
+                        model_names.push(model.to_string());
+                        found = true;
+                    }
+                }
+            }
+        }
+        if !found {
+            out.push(Finding {
+                path: manifest.clone(),
+                rule: "crate.run-binary",
+                message: "no run_<model> binary: add `[[bin]] name = \"run_<model>\"` (the uniform ModelZoo command)".into(),
+            });
+        }
+    }
+
+    let spec_path = dir.join("spec.yaml");
+    let mut merged = None;
+    match read_bytes(&spec_path, out) {
+        Some(bytes) => {
+            let origin = spec_path.display().to_string();
+            let result = std::str::from_utf8(&bytes)
+                .map_err(|e| format!("not UTF-8: {e}"))
+                .and_then(|t| ArgSpec::from_yaml(t, &origin).map_err(|e| e.to_string()))
+                .and_then(|extras| {
+                    ArgSpec::standard()
+                        .merged(&extras, &origin)
+                        .map_err(|e| e.to_string())
+                });
+            match result {
+                Ok(spec) => merged = Some(spec),
+                Err(message) => out.push(Finding {
+                    path: spec_path.clone(),
+                    rule: "crate.spec",
+                    message,
+                }),
+            }
+        }
+        None if !spec_path.exists() => missing(
+            out,
+            spec_path,
+            "crate.spec",
+            "spec.yaml (the model's own arguments; `args: []` when it has none)",
+        ),
+        None => {}
+    }
+    if let Some(spec) = &merged {
+        if spec.get("step").is_none() {
+            out.push(Finding {
+                path: dir.join("spec.yaml"),
+                rule: "args.step",
+                message: "the merged argument spec has no `step` argument".into(),
+            });
+        }
+    }
+
+    let readme = dir.join("README.md");
+    match read_readme(&readme, out) {
+        Some(text) => {
+            check_sections(&readme, &text, out);
+            // A crate's CLI always carries the standard DDP and multi-node arguments.
+            let mut wanted: Vec<&str> = DOCUMENTED_ARGS.to_vec();
+            wanted.extend(["nproc_per_node", "nnode", "node_rank"]);
+            check_documented(&readme, &text, &wanted, out);
+        }
+        None if !readme.exists() => missing(
+            out,
+            readme,
+            "layout.readme",
+            "README.md (model introduction, dataset, Docker environment, start training, training results, arguments)",
+        ),
+        None => {}
+    }
+    model_names
+}
+
+/// `[[bin]]` targets of a Cargo manifest: (name, path). A minimal reader of the one table we
+/// need, not a TOML parser: `name = "..."` / `path = "..."` lines inside `[[bin]]` sections.
+fn bin_targets(manifest: &str) -> Vec<(String, Option<String>)> {
+    let mut bins: Vec<(String, Option<String>)> = Vec::new();
+    let mut in_bin = false;
+    let mut current: Option<(Option<String>, Option<String>)> = None;
+    let flush = |current: &mut Option<(Option<String>, Option<String>)>,
+                 bins: &mut Vec<(String, Option<String>)>| {
+        if let Some((Some(name), path)) = current.take() {
+            bins.push((name, path));
+        }
+    };
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            flush(&mut current, &mut bins);
+            in_bin = line.replace(' ', "") == "[[bin]]";
+            if in_bin {
+                current = Some((None, None));
+            }
+            continue;
+        }
+        if !in_bin {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once('=') {
+            let value = value.trim().trim_matches('"').to_string();
+            if let Some(cur) = current.as_mut() {
+                match key.trim() {
+                    "name" => cur.0 = Some(value),
+                    "path" => cur.1 = Some(value),
+                    _ => {}
+                }
+            }
+        }
+    }
+    flush(&mut current, &mut bins);
+    bins
+}
+
+fn bin_names(manifest: &str) -> Vec<String> {
+    bin_targets(manifest).into_iter().map(|(n, _)| n).collect()
+}
+
+fn contains_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        let is_ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        !is_ident(before) && !is_ident(after)
+    })
+}
+
+fn check_documented(readme: &Path, text: &str, wanted: &[&str], out: &mut Vec<Finding>) {
+    let absent: Vec<&str> = wanted
+        .iter()
+        .copied()
+        .filter(|a| !contains_word(text, a))
+        .collect();
+    if !absent.is_empty() {
+        out.push(Finding {
+            path: readme.to_path_buf(),
+            rule: "args.documented",
+            message: format!(
+                "arguments not documented: {} — add a line for each (name, meaning, default)",
+                absent.join(", ")
+            ),
+        });
+    }
+}
+
+/// The README sections of adaptation guide §3.6: (English name, heading keywords).
+pub const README_SECTIONS: &[(&str, &[&str])] = &[
+    (
+        "model introduction",
+        &[
+            "模型概述",
+            "模型介绍",
+            "模型简介",
+            "简介",
+            "概述",
+            "introduction",
+            "overview",
+            "model description",
+        ],
+    ),
+    (
+        "dataset preparation",
+        &[
+            "准备数据集",
+            "数据集",
+            "数据准备",
+            "dataset",
+            "data preparation",
+        ],
+    ),
+    (
+        "environment (Docker) preparation",
+        &["构建环境", "环境准备", "环境搭建", "docker", "environment"],
+    ),
+    (
+        "start training",
+        &[
+            "启动训练",
+            "开始训练",
+            "start training",
+            "launch training",
+            "run training",
+            "training the model",
+            "how to train",
+        ],
+    ),
+    (
+        "training results",
+        &[
+            "训练结果",
+            "精度结果",
+            "training results",
+            "results",
+            "accuracy",
+        ],
+    ),
+];
+
+/// Markdown ATX headings outside fenced code blocks, lower-cased, numbering kept.
+fn headings(text: &str) -> Vec<String> {
+    let mut in_fence = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix('#') {
+            let rest = rest.trim_start_matches('#');
+            if rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t') {
+                out.push(rest.trim().to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+fn check_sections(readme: &Path, text: &str, out: &mut Vec<Finding>) {
+    let heads = headings(text);
+    let absent: Vec<String> = README_SECTIONS
+        .iter()
+        .filter(|(_, keys)| !heads.iter().any(|h| keys.iter().any(|k| h.contains(k))))
+        .map(|(name, keys)| format!("{name} (e.g. `## {}` or `## {}`)", keys[0], title_of(keys)))
+        .collect();
+    if !absent.is_empty() {
+        out.push(Finding {
+            path: readme.to_path_buf(),
+            rule: "readme.sections",
+            message: format!("missing sections: {}", absent.join("; ")),
+        });
+    }
+}
+
+/// The first English keyword of a section, capitalised, for the hint.
+fn title_of(keys: &[&str]) -> String {
+    let k = keys
+        .iter()
+        .find(|k| k.is_ascii())
+        .copied()
+        .unwrap_or(keys[0]);
+    let mut c = k.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+static FRAMEWORKS: &[&str] = &["torch", "paddle", "paddlepaddle", "paddlepaddle-gpu"];
+
+fn check_requirements(path: &Path, text: &str, out: &mut Vec<Finding>) {
+    for (n, line) in text.lines().enumerate() {
+        let spec = line.split('#').next().unwrap_or("").trim();
+        if spec.is_empty() || spec.starts_with('-') {
+            continue;
+        }
+        let name_end = spec
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+            .unwrap_or(spec.len());
+        let name = spec[..name_end].to_lowercase().replace('_', "-");
+        if FRAMEWORKS.contains(&name.as_str()) {
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "requirements.no-framework",
+                message: format!(
+                    "line {}: `{spec}` — remove it: the SDAA environment provides {name} (a pip install would replace torch_sdaa's build)",
+                    n + 1
+                ),
+            });
+        }
+    }
+}
+
+/// Totals over a run.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Summary {
+    pub dirs: usize,
+    pub clean: usize,
+    pub with_violations: usize,
+    pub violations: usize,
+}
+
+/// Totals for a set of reports.
+pub fn summarize(reports: &[DirReport]) -> Summary {
+    let with_violations = reports.iter().filter(|r| !r.findings.is_empty()).count();
+    Summary {
+        dirs: reports.len(),
+        clean: reports.len() - with_violations,
+        with_violations,
+        violations: reports.iter().map(|r| r.findings.len()).sum(),
+    }
+}
+
+/// `path: rule-id: message` lines, then a one-line summary.
+pub fn render_text(reports: &[DirReport]) -> String {
+    let mut s = String::new();
+    for r in reports {
+        for f in &r.findings {
+            s.push_str(&format!(
+                "{}: {}: {}\n",
+                f.path.display(),
+                f.rule,
+                f.message
+            ));
+        }
+    }
+    let sum = summarize(reports);
+    s.push_str(&format!(
+        "checked {} model director{}: {} clean, {} with violations ({} violation{})\n",
+        sum.dirs,
+        if sum.dirs == 1 { "y" } else { "ies" },
+        sum.clean,
+        sum.with_violations,
+        sum.violations,
+        if sum.violations == 1 { "" } else { "s" },
+    ));
+    s
+}
+
+/// JSON: `{"reports": [...], "summary": {...}}`.
+pub fn render_json(reports: &[DirReport]) -> String {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        reports: &'a [DirReport],
+        summary: Summary,
+    }
+    serde_json::to_string_pretty(&Out {
+        reports,
+        summary: summarize(reports),
+    })
+    .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialise: {e}\"}}"))
+        + "\n"
+}
+
+/// JUnit XML: one testsuite, a testcase per model directory, a failure per violation.
+pub fn render_junit(reports: &[DirReport]) -> String {
+    let sum = summarize(reports);
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    s.push_str(&format!(
+        "<testsuite name=\"modelzoo validate\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n",
+        sum.dirs, sum.with_violations
+    ));
+    for r in reports {
+        let name = xml_escape(&r.dir.display().to_string());
+        if r.findings.is_empty() {
+            s.push_str(&format!(
+                "  <testcase classname=\"modelzoo.validate\" name=\"{name}\"/>\n"
+            ));
+            continue;
+        }
+        s.push_str(&format!(
+            "  <testcase classname=\"modelzoo.validate\" name=\"{name}\">\n"
+        ));
+        for f in &r.findings {
+            s.push_str(&format!(
+                "    <failure type=\"{}\" message=\"{}\">{}: {}: {}</failure>\n",
+                f.rule,
+                xml_escape(&f.message),
+                xml_escape(&f.path.display().to_string()),
+                f.rule,
+                xml_escape(&f.message)
+            ));
+        }
+        s.push_str("  </testcase>\n");
+    }
+    s.push_str("</testsuite>\n");
+    s
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            // Characters XML 1.0 cannot carry at all.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => o.push('\u{FFFD}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headings_ignore_code_fences_and_hash_words() {
+        let text = "# Title\n```\n# not a heading\n```\n#hashtag\n## 2.4 启动训练\n";
+        assert_eq!(headings(text), vec!["title", "2.4 启动训练"]);
+    }
+
+    #[test]
+    fn bin_targets_reads_bin_tables_only() {
+        let m = "[package]\nname = \"x\"\n[[bin]]\nname = \"run_x\"\npath = \"src/main.rs\"\n[dependencies]\nname = 1\n[[bin]]\nname=\"tool\"\n";
+        assert_eq!(
+            bin_targets(m),
+            vec![
+                ("run_x".to_string(), Some("src/main.rs".to_string())),
+                ("tool".to_string(), None)
+            ]
+        );
+    }
+
+    #[test]
+    fn requirements_flags_frameworks_not_lookalikes() {
+        let mut out = Vec::new();
+        check_requirements(
+            Path::new("r.txt"),
+            "numpy\ntorchvision==0.15\ntorch>=2.0 # no\n# torch\npaddlepaddle-gpu\ntorch_sdaa\n",
+            &mut out,
+        );
+        let lines: Vec<&str> = out.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(out.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("line 3: `torch>=2.0`"), "{lines:?}");
+        assert!(lines[1].starts_with("line 5:"), "{lines:?}");
+    }
+
+    #[test]
+    fn contains_word_respects_identifier_boundaries() {
+        assert!(contains_word("--step N", "step"));
+        assert!(!contains_word("steps", "step"));
+        assert!(!contains_word("max_step", "step"));
+        assert!(contains_word("`lr`", "lr"));
+    }
+
+    #[test]
+    fn xml_escape_handles_markup_and_control_chars() {
+        assert_eq!(
+            xml_escape("a<b>&\"'\u{1}"),
+            "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}"
+        );
+    }
+
+    #[test]
+    fn every_finding_rule_is_listed() {
+        let src = include_str!("layout.rs");
+        let ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        for cap in Regex::new(r#"rule: "([a-z.\-]+)""#)
+            .unwrap()
+            .captures_iter(src)
+        {
+            assert!(ids.contains(&&cap[1]), "rule {} not in RULES", &cap[1]);
+        }
+        for cap in
+            Regex::new(r#""(layout|crate|readme|args|requirements|model-yaml|fs)\.([a-z\-]+)",\n"#)
+                .unwrap()
+                .captures_iter(src)
+        {
+            let id = format!("{}.{}", &cap[1], &cap[2]);
+            assert!(ids.contains(&id.as_str()), "rule {id} not in RULES");
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! The `--report-dir` output of `modelzoo compare`: `report.md` (reads like a ModelZoo README
+//! "训练结果" section), a self-contained `report.html` (SVG inline, no network), the plots
+//! `curves.svg` and `rel_error.svg`, and `summary.json` (written last). Every file is written
+//! atomically (temp file in the directory, fsync, rename), so a re-run replaces them whole.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use crate::compare::{pct, CompareError, Comparison, Rule};
+
+/// Most points drawn per line; longer series are thinned by even striding (every point still
+/// counts in the figures — only the drawing is thinned).
+pub const MAX_PLOT_POINTS: usize = 2000;
+
+/// The smoothed curve is an exponential moving average with alpha = 2 / (span + 1), span =
+/// max(5, steps / 50).
+pub fn ema_span(steps: usize) -> usize {
+    (steps / 50).max(5)
+}
+
+/// Exponential moving average of `values` with the span above.
+pub fn ema(values: &[f64]) -> Vec<f64> {
+    let alpha = 2.0 / (ema_span(values.len()) as f64 + 1.0);
+    let mut out = Vec::with_capacity(values.len());
+    let mut acc = None;
+    for &v in values {
+        let next = match acc {
+            None => v,
+            Some(a) => a + alpha * (v - a),
+        };
+        acc = Some(next);
+        out.push(next);
+    }
+    out
+}
+
+/// The files a report consists of.
+pub const FILES: &[&str] = &[
+    "curves.svg",
+    "rel_error.svg",
+    "report.md",
+    "report.html",
+    "summary.json",
+];
+
+/// Write the report into `dir` (created if missing). `command` is the command line shown.
+pub fn write_report(
+    dir: &Path,
+    cmp: &Comparison,
+    command: &str,
+) -> Result<Vec<PathBuf>, CompareError> {
+    let err = |message: String| CompareError::Report {
+        path: dir.to_path_buf(),
+        message,
+    };
+    fs::create_dir_all(dir).map_err(|e| err(format!("cannot create: {e}")))?;
+    let curves = curves_svg(cmp).map_err(|e| err(format!("cannot draw curves.svg: {e}")))?;
+    let rel = rel_error_svg(cmp).map_err(|e| err(format!("cannot draw rel_error.svg: {e}")))?;
+    let md = markdown(cmp, command);
+    let html = html(cmp, command, &curves, &rel);
+    let summary = summary_json(cmp, command);
+    let mut written = Vec::new();
+    for (name, text) in [
+        ("curves.svg", &curves),
+        ("rel_error.svg", &rel),
+        ("report.md", &md),
+        ("report.html", &html),
+        ("summary.json", &summary),
+    ] {
+        written.push(
+            write_atomic(dir, name, text.as_bytes())
+                .map_err(|e| err(format!("cannot write {name}: {e}")))?,
+        );
+    }
+    Ok(written)
+}
+
+/// Write `bytes` to `dir/name` through a temp file in `dir`, fsync, rename.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    let path = dir.join(name);
+    tmp.persist(&path).map_err(|e| e.error)?;
+    Ok(path)
+}
+
+/// summary.json: the comparison without the per-step pairs, plus the command.
+pub fn summary_json(cmp: &Comparison, command: &str) -> String {
+    #[derive(serde::Serialize)]
+    struct Summary<'a> {
+        command: &'a str,
+        pass: bool,
+        #[serde(flatten)]
+        comparison: &'a Comparison,
+    }
+    serde_json::to_string_pretty(&Summary {
+        command,
+        pass: cmp.verdict.pass,
+        comparison: cmp,
+    })
+    .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialise: {e}\"}}"))
+        + "\n"
+}
+
+fn stride(n: usize) -> usize {
+    n.div_ceil(MAX_PLOT_POINTS).max(1)
+}
+
+fn thinned(values: &[f64]) -> Vec<(f64, f64)> {
+    let s = stride(values.len());
+    let mut pts: Vec<(f64, f64)> = values
+        .iter()
+        .enumerate()
+        .step_by(s)
+        .map(|(i, &v)| (i as f64, v))
+        .collect();
+    if let (Some(&last), Some(&(x, _))) = (values.last(), pts.last()) {
+        let li = (values.len() - 1) as f64;
+        if x != li {
+            pts.push((li, last));
+        }
+    }
+    pts.retain(|(_, v)| v.is_finite());
+    pts
+}
+
+fn range_of<'a>(series: impl IntoIterator<Item = &'a [(f64, f64)]>) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for s in series {
+        for &(_, v) in s {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+    }
+    if !lo.is_finite() || !hi.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.05).max(hi.abs().max(1e-12) * 1e-6);
+    (lo - pad, hi + pad)
+}
+
+type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Both curves, raw (thin) and smoothed (thick).
+pub fn curves_svg(cmp: &Comparison) -> DrawResult<String> {
+    let b: Vec<f64> = cmp.pairs.iter().map(|p| p.baseline).collect();
+    let c: Vec<f64> = cmp.pairs.iter().map(|p| p.candidate).collect();
+    let lines = [
+        (
+            thinned(&b),
+            RGBColor(31, 119, 180).mix(0.35),
+            1,
+            "baseline (raw)",
+        ),
+        (
+            thinned(&c),
+            RGBColor(214, 39, 40).mix(0.35),
+            1,
+            "candidate (raw)",
+        ),
+        (
+            thinned(&ema(&b)),
+            RGBColor(31, 119, 180).to_rgba(),
+            2,
+            "baseline (EMA)",
+        ),
+        (
+            thinned(&ema(&c)),
+            RGBColor(214, 39, 40).to_rgba(),
+            2,
+            "candidate (EMA)",
+        ),
+    ];
+    let (lo, hi) = range_of(lines.iter().map(|l| l.0.as_slice()));
+    let n = cmp.pairs.len().max(2) as f64;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{}: baseline vs candidate", cmp.metric),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..(n - 1.0), lo..hi)?;
+        chart
+            .configure_mesh()
+            .x_desc("paired step")
+            .y_desc(cmp.metric.as_str())
+            .draw()?;
+        for (pts, color, width, label) in lines {
+            chart
+                .draw_series(LineSeries::new(pts, color.stroke_width(width)))?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// Per-step relative error (c−b)/b in percent, with the ±threshold band for rel1.
+pub fn rel_error_svg(cmp: &Comparison) -> DrawResult<String> {
+    let rel: Vec<f64> = cmp.pairs.iter().map(|p| p.rel() * 100.0).collect();
+    let pts = thinned(&rel);
+    let smooth = thinned(&ema(&rel));
+    let band = match cmp.verdict.rule {
+        Rule::Rel1 { threshold } => Some(threshold * 100.0),
+        Rule::ModelzooLoss => None,
+    };
+    let (mut lo, mut hi) = range_of([pts.as_slice(), smooth.as_slice()]);
+    if let Some(t) = band {
+        lo = lo.min(-t * 1.1);
+        hi = hi.max(t * 1.1);
+    }
+    let n = cmp.pairs.len().max(2) as f64;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 360)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "relative error per step (candidate − baseline) / baseline",
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..(n - 1.0), lo..hi)?;
+        chart
+            .configure_mesh()
+            .x_desc("paired step")
+            .y_desc("relative error (%)")
+            .draw()?;
+        let grey = RGBColor(90, 90, 90);
+        chart
+            .draw_series(LineSeries::new(pts, grey.mix(0.5).stroke_width(1)))?
+            .label("per step")
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(2))
+            });
+        let green = RGBColor(44, 160, 44);
+        chart
+            .draw_series(LineSeries::new(smooth, green.stroke_width(2)))?
+            .label("EMA")
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], green.stroke_width(2))
+            });
+        if let Some(t) = band {
+            for y in [t, -t] {
+                chart.draw_series(LineSeries::new(
+                    vec![(0.0, y), (n - 1.0, y)],
+                    RED.stroke_width(1),
+                ))?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// The table rows: (figure, value).
+pub fn figure_rows(cmp: &Comparison) -> Vec<(String, String)> {
+    let f = &cmp.figures;
+    let mut rows = vec![
+        ("steps compared".to_string(), f.steps_compared.to_string()),
+        (
+            "steps only in baseline / only in candidate".to_string(),
+            format!("{} / {}", cmp.only_in_baseline, cmp.only_in_candidate),
+        ),
+        (
+            format!(
+                "final value (mean of last {} steps) baseline / candidate",
+                f.tail
+            ),
+            format!("{} / {}", f.final_baseline, f.final_candidate),
+        ),
+        (
+            "relative error of the final value".to_string(),
+            pct(f.final_rel_err),
+        ),
+        (
+            "mean relative error (signed)".to_string(),
+            format!("{:.6e}", f.mean_rel_err_signed),
+        ),
+        (
+            "mean \\|relative error\\|".to_string(),
+            format!("{:.6e}", f.mean_rel_err_abs),
+        ),
+        (
+            "mean error (signed, c−b)".to_string(),
+            format!("{:.6e}", f.mean_diff_signed),
+        ),
+        (
+            "mean absolute error".to_string(),
+            format!("{:.6e}", f.mean_abs_err),
+        ),
+        (
+            "max absolute error".to_string(),
+            format!("{:.6e} at {}", f.max_abs_err.value, f.max_abs_err.at),
+        ),
+        (
+            "max \\|relative error\\|".to_string(),
+            format!("{} at {}", pct(f.max_rel_err.value), f.max_rel_err.at),
+        ),
+    ];
+    if f.zero_baseline_steps > 0 {
+        rows.push((
+            "steps with baseline 0 (not in relative figures)".into(),
+            f.zero_baseline_steps.to_string(),
+        ));
+    }
+    for e in &cmp.eval {
+        rows.push((
+            format!(
+                "{} last value baseline / candidate (relative error)",
+                e.metric
+            ),
+            format!("{} / {} ({})", e.baseline, e.candidate, pct(e.rel_err)),
+        ));
+    }
+    rows
+}
+
+fn verdict_line(cmp: &Comparison) -> String {
+    let rule = match cmp.verdict.rule {
+        Rule::Rel1 { threshold } => format!("rel1, threshold {}", pct(threshold)),
+        Rule::ModelzooLoss => "modelzoo-loss (ModelZoo loss.py)".into(),
+    };
+    format!(
+        "{} ({rule}): {}",
+        if cmp.verdict.pass { "PASS" } else { "FAIL" },
+        cmp.verdict.reason
+    )
+}
+
+fn unmatched_lines(cmp: &Comparison, limit: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for (side, ranges) in [
+        ("baseline", &cmp.only_in_baseline_ranges),
+        ("candidate", &cmp.only_in_candidate_ranges),
+    ] {
+        for r in ranges.iter().take(limit) {
+            out.push(format!("only in {side}: {r}"));
+        }
+        if ranges.len() > limit {
+            out.push(format!(
+                "only in {side}: … {} more range(s), all in summary.json",
+                ranges.len() - limit
+            ));
+        }
+    }
+    out
+}
+
+/// Plain-text summary for the terminal.
+pub fn text(cmp: &Comparison) -> String {
+    let mut s = format!(
+        "baseline:  {} ({} values of {} for rank {}, {} lines, {} malformed)\ncandidate: {} ({} values, {} lines, {} malformed)\n",
+        cmp.baseline.path.display(),
+        cmp.baseline.values,
+        cmp.metric,
+        cmp.rank,
+        cmp.baseline.lines,
+        cmp.baseline.malformed,
+        cmp.candidate.path.display(),
+        cmp.candidate.values,
+        cmp.candidate.lines,
+        cmp.candidate.malformed,
+    );
+    for (k, v) in figure_rows(cmp) {
+        s.push_str(&format!("  {:<58} {}\n", k.replace("\\|", "|"), v));
+    }
+    for l in unmatched_lines(cmp, 10) {
+        s.push_str(&format!("{l}\n"));
+    }
+    for w in &cmp.verdict.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s.push_str(&verdict_line(cmp));
+    s.push('\n');
+    s
+}
+
+/// report.md, shaped like a ModelZoo README "训练结果" section.
+pub fn markdown(cmp: &Comparison, command: &str) -> String {
+    let mut s = String::from("### 训练结果 / Training results\n\n");
+    s.push_str(&format!(
+        "SDAA (candidate) vs CUDA (baseline), metric `{}`, rank {}, steps paired by {}.\n\n",
+        cmp.metric,
+        cmp.rank,
+        match cmp.align {
+            crate::compare::Align::Key => "(epoch, iteration)",
+            crate::compare::Align::Order => "position",
+        }
+    ));
+    s.push_str(&format!("```\n{command}\n```\n\n"));
+    s.push_str(&format!(
+        "| log | file | values |\n|---|---|---|\n| baseline | `{}` | {} |\n| candidate | `{}` | {} |\n\n",
+        cmp.baseline.path.display(),
+        cmp.baseline.values,
+        cmp.candidate.path.display(),
+        cmp.candidate.values
+    ));
+    s.push_str("| figure | value |\n|---|---|\n");
+    for (k, v) in figure_rows(cmp) {
+        s.push_str(&format!("| {k} | {v} |\n"));
+    }
+    s.push_str(&format!("\n**{}**\n\n", verdict_line(cmp)));
+    for w in &cmp.verdict.warnings {
+        s.push_str(&format!("> warning: {w}\n\n"));
+    }
+    let unmatched = unmatched_lines(cmp, 20);
+    if !unmatched.is_empty() {
+        s.push_str("Steps not compared:\n\n");
+        for l in unmatched {
+            s.push_str(&format!("- {l}\n"));
+        }
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "![{} curves](curves.svg)\n\n![relative error](rel_error.svg)\n\nSmoothed curves: EMA with span max(5, steps/50) = {}.\n",
+        cmp.metric,
+        ema_span(cmp.pairs.len())
+    ));
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// report.html: everything inline (no scripts, no network).
+pub fn html(cmp: &Comparison, command: &str, curves: &str, rel: &str) -> String {
+    let mut s = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>modelzoo compare report</title>\n<style>body{font-family:sans-serif;max-width:960px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}pre{background:#f6f8fa;padding:8px;overflow-x:auto}</style></head><body>\n",
+    );
+    s.push_str("<h2>训练结果 / Training results</h2>\n");
+    s.push_str(&format!(
+        "<p>SDAA (candidate) vs CUDA (baseline), metric <code>{}</code>, rank {}.</p>\n<pre>{}</pre>\n",
+        esc(&cmp.metric),
+        cmp.rank,
+        esc(command)
+    ));
+    s.push_str(&format!(
+        "<table><tr><th>log</th><th>file</th><th>values</th></tr><tr><td>baseline</td><td><code>{}</code></td><td>{}</td></tr><tr><td>candidate</td><td><code>{}</code></td><td>{}</td></tr></table>\n<br>\n",
+        esc(&cmp.baseline.path.display().to_string()),
+        cmp.baseline.values,
+        esc(&cmp.candidate.path.display().to_string()),
+        cmp.candidate.values
+    ));
+    s.push_str("<table><tr><th>figure</th><th>value</th></tr>\n");
+    for (k, v) in figure_rows(cmp) {
+        s.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td></tr>\n",
+            esc(&k.replace("\\|", "|")),
+            esc(&v)
+        ));
+    }
+    s.push_str("</table>\n");
+    s.push_str(&format!(
+        "<p class=\"{}\"><strong>{}</strong></p>\n",
+        if cmp.verdict.pass { "pass" } else { "fail" },
+        esc(&verdict_line(cmp))
+    ));
+    for w in &cmp.verdict.warnings {
+        s.push_str(&format!("<p>warning: {}</p>\n", esc(w)));
+    }
+    let unmatched = unmatched_lines(cmp, 20);
+    if !unmatched.is_empty() {
+        s.push_str("<p>Steps not compared:</p><ul>\n");
+        for l in unmatched {
+            s.push_str(&format!("<li>{}</li>\n", esc(&l)));
+        }
+        s.push_str("</ul>\n");
+    }
+    s.push_str(&format!(
+        "<figure>{curves}</figure>\n<figure>{rel}</figure>\n"
+    ));
+    s.push_str(&format!(
+        "<p>Smoothed curves: EMA with span max(5, steps/50) = {}.</p>\n</body></html>\n",
+        ema_span(cmp.pairs.len())
+    ));
+    s
+}
