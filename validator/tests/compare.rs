@@ -1,0 +1,449 @@
+//! `compare` on the real ModelZoo logs (read from ../shared/fixtures, skipped when absent) and
+//! on generated pairs with known errors.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use validator::compare::{compare_files, Align, CompareError, Options, Rule};
+use validator::report;
+
+fn fixtures() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dir = root.join("../shared/fixtures/tecorigin-modelzoo");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!("skipping: {} not found", dir.display());
+        None
+    }
+}
+
+/// `train.loss` values of a tcap JSON log, extracted independently of dllogger.
+fn json_losses(path: &Path) -> Vec<f64> {
+    let re = regex::Regex::new(r"'train\.loss': '([^']+)'").unwrap();
+    let text = fs::read_to_string(path).unwrap();
+    re.captures_iter(&text)
+        .map(|c| c[1].parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn fixture_pair_reproduces_loss_py_figures() {
+    let Some(dir) = fixtures() else { return };
+    let cuda = dir.join("facial-expression-recognition/cuda_loss.json");
+    let sdaa = dir.join("facial-expression-recognition/sdaa_loss.json");
+    let opts = Options {
+        rule: Rule::ModelzooLoss,
+        ..Options::default()
+    };
+    let cmp = compare_files(&cuda, &sdaa, &opts).unwrap();
+
+    // loss.py: cut to the shorter, pair by position, sequential signed means.
+    let (b, c) = (json_losses(&cuda), json_losses(&sdaa));
+    let n = b.len().min(c.len());
+    assert!(n >= 10, "fixture too short: {n}");
+    let mut rel = 0.0;
+    let mut diff = 0.0;
+    for i in 0..n {
+        rel += (c[i] - b[i]) / b[i];
+        diff += c[i] - b[i];
+    }
+    let (rel, diff) = (rel / n as f64, diff / n as f64);
+    let f = &cmp.figures;
+    assert_eq!(f.steps_compared, n);
+    assert!(
+        (f.mean_rel_err_signed - rel).abs() <= 1e-12,
+        "{} vs {rel}",
+        f.mean_rel_err_signed
+    );
+    assert!(
+        (f.mean_diff_signed - diff).abs() <= 1e-12,
+        "{} vs {diff}",
+        f.mean_diff_signed
+    );
+    assert_eq!(cmp.verdict.pass, rel <= 0.05 || diff <= 0.0002);
+    assert!(cmp
+        .verdict
+        .warnings
+        .iter()
+        .any(|w| w.contains("signed means")));
+    // cuda_loss.json has no rank key: its records are rank 0.
+    assert_eq!(cmp.baseline.ranks_seen, vec![0]);
+
+    // Key alignment pairs the same (epoch, iteration) steps here.
+    let keyed = compare_files(&cuda, &sdaa, &Options::default()).unwrap();
+    assert_eq!(keyed.figures.steps_compared, n);
+    assert_eq!(
+        keyed.only_in_baseline + keyed.only_in_candidate,
+        b.len() + c.len() - 2 * n
+    );
+}
+
+#[test]
+fn demo_log_selects_ranks_and_survives_glued_lines() {
+    let Some(dir) = fixtures() else { return };
+    let log = dir.join("demo/sdaa.log");
+    for rank in 0..4 {
+        let opts = Options {
+            rank,
+            ..Options::default()
+        };
+        // The log against itself: every step pairs, zero error.
+        let cmp = compare_files(&log, &log, &opts).unwrap();
+        assert_eq!(cmp.figures.steps_compared, 8, "rank {rank}");
+        assert_eq!(cmp.figures.max_abs_err.value, 0.0);
+        assert!(cmp.verdict.pass);
+    }
+    let r3 = compare_files(
+        &log,
+        &log,
+        &Options {
+            rank: 3,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    // Rank 3's iteration-0 loss sits in the glued line after rank 0's record.
+    assert!(
+        r3.pairs[0].baseline == 0.6068281531333923,
+        "{:?}",
+        r3.pairs[0]
+    );
+    let err = compare_files(
+        &log,
+        &log,
+        &Options {
+            rank: 7,
+            ..Options::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("ranks in the log: [0, 1, 2, 3]"),
+        "{err}"
+    );
+}
+
+/// A tcap stdout log: `steps` iterations of 4 ranks, loss = f(step) * scale for every rank.
+fn stdout_log(path: &Path, steps: u64, scale: f64, skip: &[u64]) -> Vec<f64> {
+    let mut s = String::from("W0515 torchrun banner\n");
+    let mut rank0 = Vec::new();
+    for it in 0..steps {
+        if skip.contains(&it) {
+            continue;
+        }
+        let base =
+            2.5 * (-(it as f64) / 300.0).exp() + 0.1 * ((it as f64) * 0.7).sin().abs() + 0.05;
+        for rank in 0..4u32 {
+            let loss = base * scale * (1.0 + rank as f64 * 0.01);
+            if rank == 0 {
+                rank0.push(loss);
+            }
+            writeln!(
+                s,
+                "TCAPPDLL 2025-05-15 14:20:10.930385 - Epoch: {} Iteration: {}  rank : {rank}  train.loss : {loss}  train.ips : 10415.7 imgs/s",
+                it / 100,
+                it % 100
+            )
+            .unwrap();
+        }
+    }
+    fs::write(path, s).unwrap();
+    rank0
+}
+
+#[test]
+fn known_errors_pass_or_fail_rel1() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().join("cuda.log");
+    stdout_log(&base, 300, 1.0, &[]);
+    for (scale, pass) in [(1.005, true), (0.995, true), (1.02, false), (0.98, false)] {
+        let cand = t.path().join(format!("sdaa_{scale}.log"));
+        stdout_log(&cand, 300, scale, &[]);
+        let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
+        assert_eq!(
+            cmp.verdict.pass, pass,
+            "scale {scale}: {}",
+            cmp.verdict.reason
+        );
+        assert!(
+            (cmp.figures.final_rel_err - (scale - 1.0)).abs() < 1e-9,
+            "{}",
+            cmp.figures.final_rel_err
+        );
+        assert!((cmp.figures.mean_rel_err_abs - (scale - 1.0f64).abs()).abs() < 1e-9);
+        assert_eq!(cmp.figures.steps_compared, 300);
+    }
+    // A settable threshold: 2% passes at 3%.
+    let cand = t.path().join("sdaa_1.02.log");
+    let opts = Options {
+        rule: Rule::Rel1 { threshold: 0.03 },
+        ..Options::default()
+    };
+    assert!(compare_files(&base, &cand, &opts).unwrap().verdict.pass);
+}
+
+#[test]
+fn steps_in_one_log_only_are_counted_and_listed() {
+    let t = tempfile::tempdir().unwrap();
+    let (base, cand) = (t.path().join("b.log"), t.path().join("c.log"));
+    stdout_log(&base, 250, 1.0, &[]);
+    stdout_log(&cand, 220, 1.001, &[5, 6, 7, 150]);
+    let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
+    assert_eq!(cmp.figures.steps_compared, 216);
+    assert_eq!(cmp.only_in_baseline, 34);
+    assert_eq!(cmp.only_in_candidate, 0);
+    let ranges: Vec<String> = cmp
+        .only_in_baseline_ranges
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(
+        ranges,
+        vec![
+            "epoch 0 iteration 5 .. epoch 0 iteration 7 (3 steps)",
+            "epoch 1 iteration 50",
+            "epoch 2 iteration 20 .. epoch 2 iteration 49 (30 steps)",
+        ]
+    );
+    let text = report::text(&cmp);
+    assert!(
+        text.contains("only in baseline: epoch 1 iteration 50"),
+        "{text}"
+    );
+
+    // Pairing by position instead shifts everything after the gap: the error shows it.
+    let by_order = compare_files(
+        &base,
+        &cand,
+        &Options {
+            align: Align::Order,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(by_order.figures.steps_compared, 216);
+    assert!(by_order.figures.max_rel_err.value > 0.01);
+}
+
+#[test]
+fn unusable_inputs_say_which_file_and_why() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().join("b.log");
+    stdout_log(&base, 20, 1.0, &[]);
+    let missing = t.path().join("nope.log");
+    let e = compare_files(&base, &missing, &Options::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CompareError::Read {
+                role: "candidate",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("nope.log"), "{e}");
+
+    let e = compare_files(
+        &base,
+        &base,
+        &Options {
+            metric: "val.top1".into(),
+            ..Options::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("metric `val.top1` is absent")
+            && e.to_string().contains("train.ips, train.loss"),
+        "{e}"
+    );
+
+    let text_only = t.path().join("notes.txt");
+    fs::write(&text_only, "hello\nworld\n").unwrap();
+    let e = compare_files(&text_only, &base, &Options::default()).unwrap_err();
+    assert!(e.to_string().starts_with("baseline log"), "{e}");
+    assert!(
+        e.to_string().contains("no metric records in 2 lines"),
+        "{e}"
+    );
+
+    // Same metric, disjoint steps.
+    let later = t.path().join("later.log");
+    let mut s = String::new();
+    for it in 0..5 {
+        writeln!(
+            s,
+            "TCAPPDLL 2025-05-15 14:20:10.9 - Epoch: 9 Iteration: {it}  rank : 0  train.loss : 1.0"
+        )
+        .unwrap();
+    }
+    fs::write(&later, s).unwrap();
+    let e = compare_files(&base, &later, &Options::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("no common steps") && e.to_string().contains("--align order"),
+        "{e}"
+    );
+}
+
+#[test]
+fn eval_metrics_compare_last_values() {
+    let t = tempfile::tempdir().unwrap();
+    let mk = |name: &str, top1: [f64; 2]| {
+        let p = t.path().join(name);
+        let mut s = String::new();
+        for it in 0..12 {
+            writeln!(s, "TCAPPDLL 2025-05-15 14:20:10.9 - Epoch: 0 Iteration: {it}  rank : 0  train.loss : {}", 2.0 - it as f64 * 0.1).unwrap();
+        }
+        for (e, v) in top1.iter().enumerate() {
+            writeln!(s, "TCAPPDLL 2025-05-15 14:20:11.9 - Epoch: {e}  rank : 0  val.top1 : {v}  val.loss : 1.5").unwrap();
+        }
+        fs::write(&p, s).unwrap();
+        p
+    };
+    let (b, c) = (mk("b.log", [50.0, 76.0]), mk("c.log", [51.0, 75.24]));
+    let cmp = compare_files(&b, &c, &Options::default()).unwrap();
+    let top1 = cmp
+        .eval
+        .iter()
+        .find(|e| e.metric == "val.top1")
+        .expect("val.top1 compared");
+    assert_eq!((top1.baseline, top1.candidate), (76.0, 75.24));
+    assert!((top1.rel_err + 0.01).abs() < 1e-12, "{}", top1.rel_err);
+    assert!(cmp
+        .eval
+        .iter()
+        .any(|e| e.metric == "val.loss" && e.rel_err == 0.0));
+
+    // val.top1 as the compared metric: aligned by epoch.
+    let opts = Options {
+        metric: "val.top1".into(),
+        tail: 1,
+        ..Options::default()
+    };
+    let cmp = compare_files(&b, &c, &opts).unwrap();
+    assert_eq!(cmp.figures.steps_compared, 2);
+    // Exactly 1% (in decimal) passes rel1's "≤ 1%".
+    assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
+}
+
+#[test]
+fn report_dir_is_complete_self_contained_and_rewritten() {
+    let t = tempfile::tempdir().unwrap();
+    let (base, cand) = (t.path().join("b.log"), t.path().join("c.log"));
+    stdout_log(&base, 3000, 1.0, &[]);
+    stdout_log(&cand, 3000, 1.004, &[]);
+    let out = t.path().join("report");
+    let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
+    report::write_report(
+        &out,
+        &cmp,
+        "modelzoo compare --baseline b.log --candidate c.log",
+    )
+    .unwrap();
+    let mut names: Vec<String> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            "curves.svg",
+            "rel_error.svg",
+            "report.html",
+            "report.md",
+            "summary.json"
+        ]
+    );
+
+    let md = fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.starts_with("### 训练结果"), "{md}");
+    assert!(md.contains("| steps compared | 3000 |"), "{md}");
+    assert!(md.contains("**PASS (rel1, threshold 1.0000%)"), "{md}");
+    assert!(md.contains("![train.loss curves](curves.svg)"));
+
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2);
+    for external in ["src=", "href=\"http", "<script", "<link", "url("] {
+        assert!(
+            !html.contains(external),
+            "report.html refers outside itself: {external}"
+        );
+    }
+    let svg = fs::read_to_string(out.join("curves.svg")).unwrap();
+    assert!(
+        svg.contains("<polyline") || svg.contains("<path"),
+        "no curve drawn"
+    );
+    // Thinned to at most MAX_PLOT_POINTS per line: the file stays small.
+    assert!(svg.len() < 600_000, "curves.svg is {} bytes", svg.len());
+
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["pass"], true);
+    assert_eq!(json["figures"]["steps_compared"], 3000);
+    assert_eq!(json["verdict"]["rule"]["rule"], "rel1");
+
+    // A re-run with a failing candidate replaces every file; no temp files are left behind.
+    stdout_log(&cand, 100, 1.05, &[]);
+    let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
+    report::write_report(&out, &cmp, "again").unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["pass"], false);
+    assert_eq!(json["command"], "again");
+    assert_eq!(fs::read_dir(&out).unwrap().count(), 5);
+}
+
+/// Our modelzoo-loss figures equal the Python re-creation of loss.py's (when python3 runs).
+#[test]
+fn modelzoo_loss_matches_python_loss_py() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/bench/compare_losspy.py");
+    let t = tempfile::tempdir().unwrap();
+    let (base, cand) = (t.path().join("cuda.log"), t.path().join("sdaa.log"));
+    stdout_log(&base, 400, 1.0, &[]);
+    // Candidate shorter and noisier: truncation and signed means both matter.
+    let mut s = String::new();
+    for it in 0..350u64 {
+        let loss = 2.0 + ((it * 7919) % 97) as f64 / 1000.0 - 0.03;
+        writeln!(s, "TCAPPDLL 2025-05-15 14:20:10.9 - Epoch: 0 Iteration: {it}  rank : 0  train.loss : {loss}  train.ips : 1.0 imgs/s").unwrap();
+    }
+    fs::write(&cand, s).unwrap();
+    let out = match std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&base)
+        .arg(&cand)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            println!("skipping: python3 not runnable ({e})");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| -> f64 {
+        let v = stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {k} in {stdout:?} / {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        v.parse().unwrap()
+    };
+    let opts = Options {
+        rule: Rule::ModelzooLoss,
+        ..Options::default()
+    };
+    let cmp = compare_files(&base, &cand, &opts).unwrap();
+    assert_eq!(cmp.figures.steps_compared as f64, field("n"));
+    assert!((cmp.figures.mean_rel_err_signed - field("mean_rel")).abs() <= 1e-12);
+    assert!((cmp.figures.mean_diff_signed - field("mean_diff")).abs() <= 1e-12);
+    assert_eq!(cmp.verdict.pass, stdout.contains("pass=True"));
+}
