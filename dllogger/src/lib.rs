@@ -4,3 +4,33 @@
 //! the JSON stream backend); the reader turns any log a user has — our JSON lines, tcap JSON
 //! and stdout lines, NVIDIA `DLLL` lines, plain `loss 1.23` lines — into [`Record`]s in one
 //! bounded-memory pass.
+//!
+//! ```no_run
+//! use dllogger::{JsonStreamBackend, Logger, Metadata, StdOutBackend, Verbosity};
+//! let mut log = Logger::new(vec![
+//!     Box::new(StdOutBackend::new(Verbosity::Default)),
+//!     Box::new(JsonStreamBackend::create(Verbosity::Verbose, "train.json")?),
+//! ]);
+//! log.metadata("train.ips", Metadata::new().with_unit("imgs/s").with_goal("MAXIMIZE"));
+//! log.log((0, 3), &[("train.loss", 0.55.into()), ("train.ips", 2335.0.into())], Verbosity::Default);
+//! log.finish()?;
+//! for rec in dllogger::open("train.json".as_ref())? {
+//!     println!("{:?} {:?}", rec.iteration, rec.get("train.loss"));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod parse;
+mod pyfmt;
+mod reader;
+mod writer;
+
+pub use parse::{parse_line, LineParse};
+pub use pyfmt::write_py_float;
+pub use reader::{
+    open, FormatCounts, LogFormat, LogReader, ReadError, ReadStats, Record, DEFAULT_MAX_LINE,
+};
+pub use writer::{
+    rank_from_env, rank_from_vars, Backend, JsonStreamBackend, Logger, Metadata, StdOutBackend,
+    Step, Timestamp, Value, Verbosity,
+};

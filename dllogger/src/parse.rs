@@ -1,0 +1,766 @@
+//! The pure line parser behind the reader: one physical line of bytes in, records out.
+//!
+//! Byte-level on purpose: a training log is mostly noise, may hold invalid UTF-8, and must be
+//! read at hundreds of MB/s. JSON lines are read with a small lenient scanner rather than
+//! `serde_json`, because Python's `json.dumps` (NVIDIA dllogger, tcap's INFO lines) writes the
+//! bare tokens `NaN`, `Infinity`, `-Infinity`, which strict JSON parsers reject.
+
+use std::borrow::Cow;
+
+use memchr::memmem;
+
+use crate::reader::{LogFormat, Record};
+use crate::writer::Metadata;
+
+/// What one line turned into.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LineParse {
+    /// The line held at least one record (a glued line can hold several).
+    Records(Vec<Record>),
+    /// Noise (banners, warnings, other tools' output), or a log line with no numeric values
+    /// (METADATA, INFO, `PARAMETER` steps).
+    Skipped,
+    /// The line looked like a log line of a known format but could not be parsed.
+    Malformed,
+}
+
+/// Parses one line (without its `\n`; a trailing `\r` is ignored).
+pub fn parse_line(line: &[u8]) -> LineParse {
+    let mut out = Vec::new();
+    let outcome = parse_line_into(line, &mut out, &mut |_, _| {});
+    if !out.is_empty() {
+        LineParse::Records(out.into_iter().map(|(_, r)| r).collect())
+    } else if outcome.malformed {
+        LineParse::Malformed
+    } else {
+        LineParse::Skipped
+    }
+}
+
+/// How a line was classified beyond the records it produced.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Outcome {
+    /// Some part looked like a known log line but did not parse.
+    pub malformed: bool,
+    /// A known-format line with no metrics (METADATA, INFO, PARAMETER).
+    pub meta: bool,
+}
+
+const MARKER: &[u8] = b"TCAPPDLL ";
+
+/// Parses `line`, pushing records to `out` and METADATA entries to `on_meta`.
+pub(crate) fn parse_line_into(
+    line: &[u8],
+    out: &mut Vec<(LogFormat, Record)>,
+    on_meta: &mut dyn FnMut(String, Metadata),
+) -> Outcome {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut oc = Outcome::default();
+    let finder = memmem::Finder::new(MARKER);
+    if let Some(first) = finder.find(line) {
+        // Every `TCAPPDLL ` starts a segment: ranks writing at once glue lines together.
+        let mut pos = first;
+        while pos < line.len() {
+            let body = &line[pos + MARKER.len()..];
+            let body_start = pos + MARKER.len();
+            let trimmed = body.iter().position(|&c| c != b' ').unwrap_or(body.len());
+            if body.get(trimmed) == Some(&b'{') {
+                let start = body_start + trimmed;
+                match parse_json_line(&line[start..], Flavor::Tcap, out, on_meta) {
+                    Ok((consumed, meta)) => {
+                        oc.meta |= meta;
+                        pos = match finder.find(&line[start + consumed..]) {
+                            Some(n) => start + consumed + n,
+                            None => line.len(),
+                        };
+                    }
+                    Err(()) => {
+                        oc.malformed = true;
+                        pos = match finder.find(&line[start + 1..]) {
+                            Some(n) => start + 1 + n,
+                            None => line.len(),
+                        };
+                    }
+                }
+            } else {
+                let end = finder.find(body).map_or(line.len(), |n| body_start + n);
+                if parse_stdout_segment(&line[body_start..end], out).is_err() {
+                    oc.malformed = true;
+                }
+                pos = end;
+            }
+        }
+        return oc;
+    }
+    let lead = line
+        .iter()
+        .position(|&c| c != b' ' && c != b'\t')
+        .unwrap_or(line.len());
+    let rest = &line[lead..];
+    if let Some(json) = rest.strip_prefix(b"DLLL ") {
+        let j = json.iter().position(|&c| c != b' ').unwrap_or(json.len());
+        match parse_json_line(&json[j..], Flavor::Nvidia, out, on_meta) {
+            Ok((_, meta)) => oc.meta |= meta,
+            Err(()) => oc.malformed = true,
+        }
+        return oc;
+    }
+    if rest.starts_with(b"INFO {\"") {
+        match parse_json_line(&rest[5..], Flavor::Tcap, out, on_meta) {
+            Ok((_, meta)) => oc.meta |= meta,
+            Err(()) => oc.malformed = true,
+        }
+        return oc;
+    }
+    if let Some(v) = plain_loss(line) {
+        out.push((
+            LogFormat::PlainLoss,
+            Record {
+                epoch: None,
+                iteration: None,
+                val_iteration: None,
+                rank: 0,
+                metrics: vec![("loss".to_owned(), v)],
+            },
+        ));
+    }
+    oc
+}
+
+/// The ModelZoo loss.py fallback `loss ([\d\.e-]+)`: the first `loss ` followed by such a
+/// token that is a number.
+fn plain_loss(line: &[u8]) -> Option<f64> {
+    for at in memmem::find_iter(line, b"loss ") {
+        let tail = &line[at + 5..];
+        let n = tail
+            .iter()
+            .position(|&c| !(c.is_ascii_digit() || c == b'.' || c == b'e' || c == b'-'))
+            .unwrap_or(tail.len());
+        if n == 0 {
+            continue;
+        }
+        if let Some(v) = std::str::from_utf8(&tail[..n])
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+        {
+            return Some(v);
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+/// A metric value as text → f64: plain numbers, `nan`/`inf`/`NaN`/`Infinity` (any case, with
+/// sign), and a wrapped first argument such as `tensor(2.16, device='sdaa:0')`.
+pub(crate) fn parse_number(s: &[u8]) -> Option<f64> {
+    let s = trim(s);
+    if s.is_empty() || s.len() > 64 && !s.contains(&b'(') {
+        return None;
+    }
+    if let Some(v) = std::str::from_utf8(s)
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+    {
+        return Some(v);
+    }
+    // `tensor(2.16, ...)`, `np.float32(2.16)`: an identifier, '(' and a number.
+    let open = s.iter().position(|&c| c == b'(')?;
+    if open == 0 || !s[0].is_ascii_alphabetic() || s.last() != Some(&b')') {
+        return None;
+    }
+    let inner = &s[open + 1..];
+    let end = inner
+        .iter()
+        .position(|&c| c == b',' || c == b')')
+        .unwrap_or(inner.len());
+    let t = trim(&inner[..end]);
+    if t.is_empty() || t.len() > 64 {
+        return None;
+    }
+    std::str::from_utf8(t).ok()?.parse::<f64>().ok()
+}
+
+/// A rank value as text → u32 (`"0"`, `1`, `1.0`).
+fn parse_rank(s: &[u8]) -> Option<u32> {
+    let s = trim(s);
+    let t = std::str::from_utf8(s).ok()?;
+    if let Ok(r) = t.parse::<u32>() {
+        return Some(r);
+    }
+    let f = t.parse::<f64>().ok()?;
+    (f >= 0.0 && f <= u32::MAX as f64 && f.fract() == 0.0).then_some(f as u32)
+}
+
+/// A step component → u64 (`3`, or an integral float such as `3.0`).
+fn parse_step_num(s: &[u8]) -> Option<u64> {
+    let t = std::str::from_utf8(trim(s)).ok()?;
+    if let Ok(v) = t.parse::<u64>() {
+        return Some(v);
+    }
+    let f = t.parse::<f64>().ok()?;
+    ((0.0..1.8e19).contains(&f) && f.fract() == 0.0).then_some(f as u64)
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let a = s
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let b = s
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(a, |p| p + 1);
+    &s[a..b.max(a)]
+}
+
+/// Adds one `key → value text` pair to a record under construction.
+fn add_pair(rec: &mut Record, has_rank: &mut bool, key: &[u8], value: Option<f64>, raw: &[u8]) {
+    if key == b"rank" {
+        if let Some(r) = parse_rank(raw) {
+            rec.rank = r;
+            *has_rank = true;
+        }
+        return;
+    }
+    if let Some(v) = value {
+        rec.metrics
+            .push((String::from_utf8_lossy(key).into_owned(), v));
+    }
+}
+
+fn empty_record() -> Record {
+    Record {
+        epoch: None,
+        iteration: None,
+        val_iteration: None,
+        rank: 0,
+        metrics: Vec::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tcap stdout: `<datetime> - Epoch: E Iteration: I  rank : R  k : v unit  k : v`
+
+fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Result<(), ()> {
+    let dash = memmem::find(seg, b" - ").ok_or(())?;
+    // The datetime (`2025-05-15 14:20:10.934968`) starts with a digit and is short.
+    if dash > 40 || !seg.first().is_some_and(u8::is_ascii_digit) {
+        return Err(());
+    }
+    let mut body = &seg[dash + 3..];
+    let mut rec = empty_record();
+    let labels: [(&[u8], usize); 3] = [
+        (b"Epoch:", 0),
+        (b"Iteration:", 1),
+        (b"Validation Iteration:", 2),
+    ];
+    for (label, slot) in labels {
+        let b = trim_start(body);
+        if let Some(rest) = b.strip_prefix(label) {
+            let rest = trim_start(rest);
+            let n = rest.iter().position(|&c| c == b' ').unwrap_or(rest.len());
+            let v = parse_step_num(&rest[..n]).ok_or(())?;
+            match slot {
+                0 => rec.epoch = Some(v),
+                1 => rec.iteration = Some(v),
+                _ => rec.val_iteration = Some(v),
+            }
+            body = &rest[n..];
+        }
+    }
+    // `key : value` pairs; tokens without a colon (units, a text step) are passed over.
+    let mut has_rank = false;
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(b':', &body[i..]) {
+        let colon = i + off;
+        let mut ke = colon;
+        while ke > i && body[ke - 1] == b' ' {
+            ke -= 1;
+        }
+        let mut ks = ke;
+        while ks > i && body[ks - 1] != b' ' {
+            ks -= 1;
+        }
+        let mut vs = colon + 1;
+        while vs < body.len() && body[vs] == b' ' {
+            vs += 1;
+        }
+        let ve = body[vs..]
+            .iter()
+            .position(|&c| c == b' ')
+            .map_or(body.len(), |p| vs + p);
+        let key = &body[ks..ke];
+        if !key.is_empty() {
+            if vs == ve {
+                return Err(()); // `key :` with nothing after it: a cut line.
+            }
+            let raw = &body[vs..ve];
+            add_pair(&mut rec, &mut has_rank, key, parse_number(raw), raw);
+        }
+        i = ve.max(colon + 1);
+    }
+    if !rec.metrics.is_empty() {
+        out.push((LogFormat::TcapStdout, rec));
+    }
+    Ok(())
+}
+
+fn trim_start(s: &[u8]) -> &[u8] {
+    let a = s.iter().position(|&c| c != b' ').unwrap_or(s.len());
+    &s[a..]
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON lines (ours, tcap's, NVIDIA's)
+
+#[derive(Clone, Copy, PartialEq)]
+enum Flavor {
+    Tcap,
+    Nvidia,
+}
+
+/// Parses a `{...}` log object; returns the bytes consumed and whether it was a metadata-only
+/// line. Records go to `out`.
+fn parse_json_line(
+    s: &[u8],
+    flavor: Flavor,
+    out: &mut Vec<(LogFormat, Record)>,
+    on_meta: &mut dyn FnMut(String, Metadata),
+) -> Result<(usize, bool), ()> {
+    let mut sc = Scanner { b: s, i: 0 };
+    let mut ty: Option<Cow<[u8]>> = None;
+    let mut step: Option<(usize, usize)> = None;
+    let mut data: Option<(usize, usize)> = None;
+    let mut metric: Option<Cow<[u8]>> = None;
+    let mut metadata: Option<(usize, usize)> = None;
+    sc.expect(b'{')?;
+    sc.ws();
+    if sc.peek() == Some(b'}') {
+        sc.i += 1;
+    } else {
+        loop {
+            sc.ws();
+            let key = sc.string()?;
+            sc.ws();
+            sc.expect(b':')?;
+            sc.ws();
+            let start = sc.i;
+            match &*key {
+                b"type" if sc.peek() == Some(b'"') => ty = Some(sc.string()?),
+                b"metric" if sc.peek() == Some(b'"') => metric = Some(sc.string()?),
+                _ => sc.skip_value()?,
+            }
+            match &*key {
+                b"step" => step = Some((start, sc.i)),
+                b"data" => data = Some((start, sc.i)),
+                b"metadata" => metadata = Some((start, sc.i)),
+                _ => {}
+            }
+            sc.ws();
+            match sc.next() {
+                Some(b',') => continue,
+                Some(b'}') => break,
+                _ => return Err(()),
+            }
+        }
+    }
+    let consumed = sc.i;
+    let ty = ty.as_deref().unwrap_or(b"LOG");
+    match ty {
+        b"METADATA" => {
+            if let (Some(m), Some((a, b))) = (metric, metadata) {
+                on_meta(
+                    String::from_utf8_lossy(&m).into_owned(),
+                    parse_metadata(&s[a..b])?,
+                );
+            }
+            return Ok((consumed, true));
+        }
+        b"LOG" => {}
+        _ => return Ok((consumed, true)), // INFO, PARAMETER, ...
+    }
+    let Some((da, db)) = data else {
+        return Ok((consumed, true));
+    };
+    let mut rec = empty_record();
+    if let Some((a, b)) = step {
+        let mut st = Scanner { b: &s[a..b], i: 0 };
+        match st.peek() {
+            Some(b'[') => {
+                st.i += 1;
+                let mut k = 0;
+                loop {
+                    st.ws();
+                    if st.peek() == Some(b']') {
+                        break;
+                    }
+                    let ts = st.i;
+                    st.skip_value()?;
+                    let v = parse_step_num(&st.b[ts..st.i]).ok_or(())?;
+                    match k {
+                        0 => rec.epoch = Some(v),
+                        1 => rec.iteration = Some(v),
+                        2 => rec.val_iteration = Some(v),
+                        _ => {}
+                    }
+                    k += 1;
+                    st.ws();
+                    match st.next() {
+                        Some(b',') => continue,
+                        Some(b']') => break,
+                        _ => return Err(()),
+                    }
+                }
+            }
+            Some(b'"') => {
+                let text = st.string()?;
+                if &*text == b"PARAMETER" {
+                    return Ok((consumed, true));
+                }
+            }
+            _ => {}
+        }
+    }
+    let dv = &s[da..db];
+    let format = match dv.first() {
+        Some(b'{') => {
+            parse_json_data(dv, &mut rec)?;
+            if flavor == Flavor::Nvidia {
+                LogFormat::NvidiaDlll
+            } else {
+                LogFormat::OurJson
+            }
+        }
+        Some(b'"') => {
+            let text = Scanner { b: dv, i: 0 }.string()?;
+            parse_py_dict(&text, &mut rec)?;
+            if flavor == Flavor::Nvidia {
+                LogFormat::NvidiaDlll
+            } else {
+                LogFormat::TcapJson
+            }
+        }
+        _ => return Err(()),
+    };
+    if rec.metrics.is_empty() {
+        return Ok((consumed, true));
+    }
+    out.push((format, rec));
+    Ok((consumed, false))
+}
+
+/// `{"unit": "imgs/s", "format": ":.3f", "GOAL": "MAXIMIZE", "STAGE": "TRAIN"}`.
+fn parse_metadata(s: &[u8]) -> Result<Metadata, ()> {
+    let mut md = Metadata::default();
+    let mut sc = Scanner { b: s, i: 0 };
+    sc.object_pairs(|sc, key| {
+        if sc.peek() == Some(b'"') {
+            let v = String::from_utf8_lossy(&sc.string()?).into_owned();
+            match key {
+                b"unit" => md.unit = Some(v),
+                b"format" => md.format = Some(v),
+                b"GOAL" => md.goal = Some(v),
+                b"STAGE" => md.stage = Some(v),
+                _ => {}
+            }
+            Ok(())
+        } else {
+            sc.skip_value()
+        }
+    })?;
+    Ok(md)
+}
+
+/// Our / NVIDIA `data` object: numbers, strings of numbers, `NaN`/`Infinity` tokens.
+fn parse_json_data(s: &[u8], rec: &mut Record) -> Result<(), ()> {
+    let mut sc = Scanner { b: s, i: 0 };
+    let mut has_rank = false;
+    sc.object_pairs(|sc, key| {
+        match sc.peek() {
+            Some(b'"') => {
+                let v = sc.string()?;
+                add_pair(rec, &mut has_rank, key, parse_number(&v), &v);
+            }
+            Some(b'{') | Some(b'[') => sc.skip_value()?,
+            _ => {
+                let a = sc.i;
+                sc.skip_value()?;
+                let raw = &sc.b[a..sc.i];
+                add_pair(rec, &mut has_rank, key, parse_number(raw), raw);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// tcap's `data`: Python `str(dict)` such as `{'rank': '0', 'train.loss': '2.16'}`.
+fn parse_py_dict(s: &[u8], rec: &mut Record) -> Result<(), ()> {
+    let mut p = PyScanner { b: s, i: 0 };
+    let mut has_rank = false;
+    p.ws();
+    if p.next() != Some(b'{') {
+        return Err(());
+    }
+    p.ws();
+    if p.peek() == Some(b'}') {
+        return Ok(());
+    }
+    loop {
+        p.ws();
+        let key = p.string()?;
+        p.ws();
+        if p.next() != Some(b':') {
+            return Err(());
+        }
+        p.ws();
+        if matches!(p.peek(), Some(b'\'') | Some(b'"')) {
+            let v = p.string()?;
+            add_pair(rec, &mut has_rank, &key, parse_number(&v), &v);
+        } else {
+            let a = p.i;
+            p.bare()?;
+            let raw = &p.b[a..p.i];
+            add_pair(rec, &mut has_rank, &key, parse_number(raw), raw);
+        }
+        p.ws();
+        match p.next() {
+            Some(b',') => continue,
+            Some(b'}') => return Ok(()),
+            _ => return Err(()),
+        }
+    }
+}
+
+/// A lenient JSON cursor over bytes.
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+/// Nesting deeper than this is not a log line; refusing it bounds the work per byte.
+const MAX_DEPTH: usize = 64;
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek();
+        self.i += c.is_some() as usize;
+        c
+    }
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+    fn expect(&mut self, c: u8) -> Result<(), ()> {
+        (self.next() == Some(c)).then_some(()).ok_or(())
+    }
+
+    /// A JSON string, unescaped (borrowed when it has no escapes).
+    fn string(&mut self) -> Result<Cow<'a, [u8]>, ()> {
+        self.expect(b'"')?;
+        let start = self.i;
+        let rest = &self.b[start..];
+        let end = memchr::memchr2(b'"', b'\\', rest).ok_or(())?;
+        if rest[end] == b'"' {
+            self.i = start + end + 1;
+            return Ok(Cow::Borrowed(&rest[..end]));
+        }
+        let mut out = rest[..end].to_vec();
+        self.i = start + end;
+        loop {
+            match self.next().ok_or(())? {
+                b'"' => return Ok(Cow::Owned(out)),
+                b'\\' => match self.next().ok_or(())? {
+                    b'"' => out.push(b'"'),
+                    b'\\' => out.push(b'\\'),
+                    b'/' => out.push(b'/'),
+                    b'b' => out.push(8),
+                    b'f' => out.push(12),
+                    b'n' => out.push(b'\n'),
+                    b'r' => out.push(b'\r'),
+                    b't' => out.push(b'\t'),
+                    b'u' => {
+                        let mut cp = self.hex4()?;
+                        if (0xD800..0xDC00).contains(&cp)
+                            && self.b.get(self.i..self.i + 2) == Some(b"\\u")
+                        {
+                            self.i += 2;
+                            let lo = self.hex4()?;
+                            if (0xDC00..0xE000).contains(&lo) {
+                                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                            }
+                        }
+                        let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
+                        let mut tmp = [0u8; 4];
+                        out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+                    }
+                    _ => return Err(()),
+                },
+                c => out.push(c),
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, ()> {
+        let h = self.b.get(self.i..self.i + 4).ok_or(())?;
+        let s = std::str::from_utf8(h).map_err(|_| ())?;
+        let v = u32::from_str_radix(s, 16).map_err(|_| ())?;
+        self.i += 4;
+        Ok(v)
+    }
+
+    /// Skips one value of any kind; nested values are skipped with a depth counter, never
+    /// recursion, so hostile nesting cannot overflow the stack.
+    fn skip_value(&mut self) -> Result<(), ()> {
+        match self.peek().ok_or(())? {
+            b'"' => self.string().map(|_| ()),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match self.peek().ok_or(())? {
+                        b'"' => {
+                            self.string()?;
+                        }
+                        b'{' | b'[' => {
+                            depth += 1;
+                            if depth > MAX_DEPTH {
+                                return Err(());
+                            }
+                            self.i += 1;
+                        }
+                        b'}' | b']' => {
+                            depth -= 1;
+                            self.i += 1;
+                            if depth == 0 {
+                                return Ok(());
+                            }
+                        }
+                        _ => self.i += 1,
+                    }
+                }
+            }
+            _ => {
+                // number, true/false/null, NaN, Infinity, -Infinity
+                let start = self.i;
+                while let Some(c) = self.peek() {
+                    if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'+' | b'.') {
+                        self.i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                (self.i > start).then_some(()).ok_or(())
+            }
+        }
+    }
+
+    /// Calls `f(scanner, key)` at each value of an object; `f` must consume the value.
+    fn object_pairs(
+        &mut self,
+        mut f: impl FnMut(&mut Self, &[u8]) -> Result<(), ()>,
+    ) -> Result<(), ()> {
+        self.ws();
+        self.expect(b'{')?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            let key = self.string()?;
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            f(self, &key)?;
+            self.ws();
+            match self.next() {
+                Some(b',') => continue,
+                Some(b'}') => return Ok(()),
+                _ => return Err(()),
+            }
+        }
+    }
+}
+
+/// A cursor over a Python `repr` of a dict.
+struct PyScanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl PyScanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek();
+        self.i += c.is_some() as usize;
+        c
+    }
+    fn ws(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            self.i += 1;
+        }
+    }
+
+    /// A Python string literal in `'...'` or `"..."`, escapes resolved (enough for keys and
+    /// numbers: `\\`, `\'`, `\"`, `\n`, `\t`, `\r`, `\xNN`; others are kept as written).
+    fn string(&mut self) -> Result<Vec<u8>, ()> {
+        let q = self.next().ok_or(())?;
+        if q != b'\'' && q != b'"' {
+            return Err(());
+        }
+        let mut out = Vec::new();
+        loop {
+            match self.next().ok_or(())? {
+                c if c == q => return Ok(out),
+                b'\\' => match self.next().ok_or(())? {
+                    b'n' => out.push(b'\n'),
+                    b't' => out.push(b'\t'),
+                    b'r' => out.push(b'\r'),
+                    b'x' => {
+                        let h = self.b.get(self.i..self.i + 2).ok_or(())?;
+                        let v = std::str::from_utf8(h)
+                            .ok()
+                            .and_then(|h| u8::from_str_radix(h, 16).ok())
+                            .ok_or(())?;
+                        out.push(v);
+                        self.i += 2;
+                    }
+                    c @ (b'\\' | b'\'' | b'"') => out.push(c),
+                    c => {
+                        out.push(b'\\');
+                        out.push(c);
+                    }
+                },
+                c => out.push(c),
+            }
+        }
+    }
+
+    /// An unquoted value (`2.16`, `None`, `tensor(2.16, device='sdaa:0')`, `[1, 2]`): up to the
+    /// next `,` or `}` outside brackets and quotes.
+    fn bare(&mut self) -> Result<(), ()> {
+        let mut depth = 0usize;
+        while let Some(c) = self.peek() {
+            match c {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' if depth > 0 => depth -= 1,
+                b',' | b'}' if depth == 0 => return Ok(()),
+                b'\'' | b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                _ => {}
+            }
+            self.i += 1;
+        }
+        Err(())
+    }
+}

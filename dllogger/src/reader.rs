@@ -1,0 +1,347 @@
+//! Streaming reader: any training log in, [`Record`]s out, in one pass and bounded memory.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use crate::parse::parse_line_into;
+use crate::writer::Metadata;
+
+/// One logged step: where it happened, which rank logged it, and every numeric value on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub epoch: Option<u64>,
+    pub iteration: Option<u64>,
+    pub val_iteration: Option<u64>,
+    /// The line's `rank` value; 0 when the line has none.
+    pub rank: u32,
+    /// Metric name → value, in line order (`nan`/`inf` kept as such).
+    pub metrics: Vec<(String, f64)>,
+}
+
+impl Record {
+    /// The value of `metric` on this record, if it was logged.
+    pub fn get(&self, metric: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|(k, _)| k == metric)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// Which parser produced a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LogFormat {
+    /// Our JSON stream: `TCAPPDLL {json}` with `data` a JSON object.
+    OurJson,
+    /// tcap_dllogger's JSON stream: `data` a Python-repr string.
+    TcapJson,
+    /// tcap_dllogger's stdout lines: `TCAPPDLL <datetime> - Epoch: ... k : v`.
+    TcapStdout,
+    /// NVIDIA dllogger's `DLLL {json}` lines.
+    NvidiaDlll,
+    /// `loss 1.234` anywhere in a line, the ModelZoo loss.py fallback; the metric is `loss`.
+    /// Prefer the other formats when a log has both (loss.py uses this only for files where
+    /// its main regex finds nothing).
+    PlainLoss,
+}
+
+/// Records produced per format.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FormatCounts {
+    pub our_json: u64,
+    pub tcap_json: u64,
+    pub tcap_stdout: u64,
+    pub nvidia_dlll: u64,
+    pub plain_loss: u64,
+}
+
+impl FormatCounts {
+    pub fn get(&self, f: LogFormat) -> u64 {
+        match f {
+            LogFormat::OurJson => self.our_json,
+            LogFormat::TcapJson => self.tcap_json,
+            LogFormat::TcapStdout => self.tcap_stdout,
+            LogFormat::NvidiaDlll => self.nvidia_dlll,
+            LogFormat::PlainLoss => self.plain_loss,
+        }
+    }
+    fn bump(&mut self, f: LogFormat) {
+        *match f {
+            LogFormat::OurJson => &mut self.our_json,
+            LogFormat::TcapJson => &mut self.tcap_json,
+            LogFormat::TcapStdout => &mut self.tcap_stdout,
+            LogFormat::NvidiaDlll => &mut self.nvidia_dlll,
+            LogFormat::PlainLoss => &mut self.plain_loss,
+        } += 1;
+    }
+}
+
+/// What a read saw. Every line counts in exactly one of `record_lines`, `metadata`,
+/// `skipped`, `malformed` (a glued line with one good and one cut part is `malformed` but
+/// still yields its good record).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Lines read (a last line without `\n` counts).
+    pub lines: u64,
+    /// Records produced.
+    pub records: u64,
+    /// Lines that were not log lines: banners, warnings, other tools' output, blank lines.
+    pub skipped: u64,
+    /// Lines that looked like a log line of a known format but could not be parsed, and
+    /// lines longer than the line limit.
+    pub malformed: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Lines that produced at least one record.
+    pub record_lines: u64,
+    /// Known-format lines without metric values: METADATA, INFO, `PARAMETER` steps.
+    pub metadata: u64,
+    /// Records per format.
+    pub formats: FormatCounts,
+}
+
+/// Errors opening or reading a log; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot open log {path}: {source} (check the path and its permissions)")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("error reading log {path} after {bytes} bytes: {source}")]
+    Read {
+        path: PathBuf,
+        bytes: u64,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Lines longer than this are counted malformed and passed over without being held whole.
+pub const DEFAULT_MAX_LINE: usize = 1 << 20;
+
+/// METADATA entries kept at most (a log declares a handful; the cap bounds memory).
+const MAX_METADATA: usize = 4096;
+
+/// Reads records from any `BufRead`, one line at a time.
+///
+/// Memory stays bounded whatever the input: one line buffer of at most the line limit
+/// ([`DEFAULT_MAX_LINE`]), the records of one line, and the METADATA table. An I/O error ends
+/// the iteration; check [`LogReader::error`] afterwards (or use [`LogReader::try_next`]).
+pub struct LogReader<R: BufRead> {
+    inner: R,
+    path: PathBuf,
+    line: Vec<u8>,
+    overlong: bool,
+    max_line: usize,
+    pending: VecDeque<(LogFormat, Record)>,
+    stats: ReadStats,
+    metadata: BTreeMap<String, Metadata>,
+    error: Option<io::Error>,
+    done: bool,
+}
+
+/// Opens a log file for reading.
+pub fn open(path: &Path) -> Result<LogReader<BufReader<File>>, ReadError> {
+    let f = File::open(path).map_err(|source| ReadError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut r = LogReader::new(BufReader::with_capacity(256 * 1024, f));
+    r.path = path.to_owned();
+    Ok(r)
+}
+
+impl<R: BufRead> LogReader<R> {
+    pub fn new(inner: R) -> Self {
+        LogReader {
+            inner,
+            path: PathBuf::from("<stream>"),
+            line: Vec::new(),
+            overlong: false,
+            max_line: DEFAULT_MAX_LINE,
+            pending: VecDeque::new(),
+            stats: ReadStats::default(),
+            metadata: BTreeMap::new(),
+            error: None,
+            done: false,
+        }
+    }
+
+    /// Sets the line limit (bytes); longer lines are malformed.
+    pub fn with_max_line(mut self, max: usize) -> Self {
+        self.max_line = max.max(1);
+        self
+    }
+
+    /// Counts so far (final once the iterator returned `None`).
+    pub fn stats(&self) -> &ReadStats {
+        &self.stats
+    }
+
+    /// Units and goals declared by METADATA lines seen so far.
+    pub fn metadata(&self) -> &BTreeMap<String, Metadata> {
+        &self.metadata
+    }
+
+    /// The I/O error that ended the iteration, if one did.
+    pub fn error(&self) -> Option<&io::Error> {
+        self.error.as_ref()
+    }
+
+    /// The next record, or the I/O error that stopped the read.
+    pub fn try_next(&mut self) -> Result<Option<Record>, ReadError> {
+        let r = self.next_tagged().map(|(_, r)| r);
+        match self.error.take() {
+            Some(source) => Err(ReadError::Read {
+                path: self.path.clone(),
+                bytes: self.stats.bytes,
+                source,
+            }),
+            None => Ok(r),
+        }
+    }
+
+    /// The next record with the format that produced it.
+    pub fn next_tagged(&mut self) -> Option<(LogFormat, Record)> {
+        loop {
+            if let Some(r) = self.pending.pop_front() {
+                return Some(r);
+            }
+            if self.done {
+                return None;
+            }
+            self.read_line();
+        }
+    }
+
+    /// Reads one physical line and parses it into `pending`.
+    fn read_line(&mut self) {
+        let Self {
+            inner,
+            line,
+            overlong,
+            max_line,
+            pending,
+            stats,
+            metadata,
+            error,
+            done,
+            ..
+        } = self;
+        loop {
+            let buf = match inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    *error = Some(e);
+                    *done = true;
+                    return;
+                }
+            };
+            if buf.is_empty() {
+                *done = true;
+                if !line.is_empty() || *overlong {
+                    finish_line(line, overlong, pending, stats, metadata);
+                }
+                return;
+            }
+            match memchr::memchr(b'\n', buf) {
+                Some(pos) if line.is_empty() && !*overlong => {
+                    // Fast path: the whole line is in the reader's buffer.
+                    if pos > *max_line {
+                        stats.lines += 1;
+                        stats.malformed += 1;
+                    } else {
+                        process(&buf[..pos], pending, stats, metadata);
+                    }
+                    stats.bytes += pos as u64 + 1;
+                    inner.consume(pos + 1);
+                    return;
+                }
+                Some(pos) => {
+                    append_capped(line, overlong, *max_line, &buf[..pos]);
+                    stats.bytes += pos as u64 + 1;
+                    inner.consume(pos + 1);
+                    finish_line(line, overlong, pending, stats, metadata);
+                    return;
+                }
+                None => {
+                    let n = buf.len();
+                    append_capped(line, overlong, *max_line, buf);
+                    stats.bytes += n as u64;
+                    inner.consume(n);
+                }
+            }
+        }
+    }
+}
+
+fn append_capped(line: &mut Vec<u8>, overlong: &mut bool, max: usize, part: &[u8]) {
+    if *overlong {
+        return;
+    }
+    if line.len() + part.len() > max {
+        *overlong = true;
+        line.clear();
+        line.shrink_to(64 * 1024);
+    } else {
+        line.extend_from_slice(part);
+    }
+}
+
+fn finish_line(
+    line: &mut Vec<u8>,
+    overlong: &mut bool,
+    pending: &mut VecDeque<(LogFormat, Record)>,
+    stats: &mut ReadStats,
+    metadata: &mut BTreeMap<String, Metadata>,
+) {
+    if *overlong {
+        stats.lines += 1;
+        stats.malformed += 1;
+    } else {
+        process(line, pending, stats, metadata);
+    }
+    line.clear();
+    *overlong = false;
+}
+
+fn process(
+    line: &[u8],
+    pending: &mut VecDeque<(LogFormat, Record)>,
+    stats: &mut ReadStats,
+    metadata: &mut BTreeMap<String, Metadata>,
+) {
+    stats.lines += 1;
+    let mut out = Vec::new();
+    let oc = parse_line_into(line, &mut out, &mut |k, md| {
+        if metadata.len() < MAX_METADATA || metadata.contains_key(&k) {
+            metadata.insert(k, md);
+        }
+    });
+    if oc.malformed {
+        stats.malformed += 1;
+    } else if !out.is_empty() {
+        stats.record_lines += 1;
+    } else if oc.meta {
+        stats.metadata += 1;
+    } else {
+        stats.skipped += 1;
+    }
+    stats.records += out.len() as u64;
+    for (f, r) in out {
+        stats.formats.bump(f);
+        pending.push_back((f, r));
+    }
+}
+
+impl<R: BufRead> Iterator for LogReader<R> {
+    type Item = Record;
+    fn next(&mut self) -> Option<Record> {
+        self.next_tagged().map(|(_, r)| r)
+    }
+}
