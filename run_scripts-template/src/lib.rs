@@ -2,6 +2,9 @@
 //! line: the standard argument spec (`spec/standard.yaml`), the code that turns it plus a
 //! model's own spec into a `run_<model>` CLI, and the templates `modelzoo new` scaffolds from.
 
+pub mod cli;
+pub mod codegen;
 pub mod spec;
 
-pub use spec::{ArgDef, ArgSpec, ArgType, SpecError};
+pub use cli::{build_command, ArgValue, ResolvedArg, ResolvedArgs};
+pub use spec::{ArgDef, ArgRefinement, ArgSpec, ArgType, SpecError};

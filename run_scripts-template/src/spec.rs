@@ -64,7 +64,24 @@ impl ArgDef {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArgSpec {
+    #[serde(default)]
     pub args: Vec<ArgDef>,
+    /// A model spec's refinements of standard arguments (its own default and choices for
+    /// `--model_name`, say); applied by [`ArgSpec::merged`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refine: Vec<ArgRefinement>,
+}
+
+/// A model's narrowing of a standard argument: a new default and/or a closed set of choices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgRefinement {
+    /// Name of the standard argument being refined.
+    pub name: String,
+    #[serde(default)]
+    pub default: Option<serde_yaml::Value>,
+    #[serde(default)]
+    pub choices: Vec<String>,
 }
 
 /// A spec that cannot be used, with where and why.
@@ -113,10 +130,27 @@ impl ArgSpec {
     }
 
     /// The standard spec followed by a model's extras; a name or alias defined twice is an error.
+    /// The model's `refine` entries replace the default / choices of the named standard
+    /// arguments; refining an argument that does not exist is an error.
     pub fn merged(&self, extras: &ArgSpec, origin: &str) -> Result<ArgSpec, SpecError> {
-        let merged = ArgSpec {
+        let mut merged = ArgSpec {
             args: self.args.iter().chain(&extras.args).cloned().collect(),
+            refine: Vec::new(),
         };
+        for r in self.refine.iter().chain(&extras.refine) {
+            let Some(arg) = merged.args.iter_mut().find(|a| a.name == r.name) else {
+                return Err(SpecError::Invalid {
+                    origin: origin.to_string(),
+                    message: format!("refine: no argument --{} to refine", r.name),
+                });
+            };
+            if r.default.is_some() {
+                arg.default = r.default.clone();
+            }
+            if !r.choices.is_empty() {
+                arg.choices = r.choices.clone();
+            }
+        }
         merged.check(origin)?;
         Ok(merged)
     }
@@ -136,7 +170,9 @@ impl ArgSpec {
         for arg in &self.args {
             for long in std::iter::once(&arg.name).chain(&arg.aliases) {
                 if long.is_empty() || !long.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    return Err(invalid(format!("argument name {long:?} must be snake_case")));
+                    return Err(invalid(format!(
+                        "argument name {long:?} must be snake_case"
+                    )));
                 }
                 if !seen.insert(long.clone()) {
                     return Err(invalid(format!("argument --{long} is defined twice")));
@@ -149,6 +185,26 @@ impl ArgSpec {
             }
             if arg.ty == ArgType::Bool && arg.required {
                 return Err(invalid(format!("switch --{} cannot be required", arg.name)));
+            }
+            if let Some(default) = arg.default_text() {
+                let ok = match arg.ty {
+                    ArgType::Int => default.parse::<i64>().is_ok(),
+                    ArgType::Float => default.parse::<f64>().is_ok(),
+                    ArgType::Bool => false,
+                    ArgType::String | ArgType::Path => true,
+                };
+                if !ok {
+                    return Err(invalid(format!(
+                        "default {default:?} of --{} is not a valid {:?} (switches take no default)",
+                        arg.name, arg.ty
+                    )));
+                }
+            }
+            if arg.repeatable && (arg.ty == ArgType::Bool || arg.default.is_some()) {
+                return Err(invalid(format!(
+                    "repeatable --{} must be a valued argument without a default",
+                    arg.name
+                )));
             }
             if let (Some(default), false) = (arg.default_text(), arg.choices.is_empty()) {
                 if !arg.choices.contains(&default) {
@@ -171,21 +227,41 @@ mod tests {
     fn standard_spec_has_every_modelzoo_argument() {
         let spec = ArgSpec::standard();
         for name in [
-            "model_name", "epoch", "step", "batch_size", "dataset_path", "lr", "device",
-            "autocast", "num_workers", "seed", "nproc_per_node", "nnode", "node_rank",
-            "master_addr", "master_port", "output_dir", "resume", "config", "override",
+            "model_name",
+            "epoch",
+            "step",
+            "batch_size",
+            "dataset_path",
+            "lr",
+            "device",
+            "autocast",
+            "num_workers",
+            "seed",
+            "nproc_per_node",
+            "nnode",
+            "node_rank",
+            "master_addr",
+            "master_port",
+            "output_dir",
+            "resume",
+            "config",
+            "override",
             "print_cmd",
         ] {
             assert!(spec.get(name).is_some(), "standard spec lacks --{name}");
         }
-        assert_eq!(spec.get("batch_size").unwrap().aliases, vec!["bs".to_string()]);
+        assert_eq!(
+            spec.get("batch_size").unwrap().aliases,
+            vec!["bs".to_string()]
+        );
         assert_eq!(spec.get("config").unwrap().short, Some('c'));
         assert!(spec.get("override").unwrap().repeatable);
     }
 
     #[test]
     fn duplicate_names_and_bad_defaults_are_rejected() {
-        let extras = ArgSpec::from_yaml("args:\n  - {name: bs, type: int, help: x}\n", "m.yaml").unwrap();
+        let extras =
+            ArgSpec::from_yaml("args:\n  - {name: bs, type: int, help: x}\n", "m.yaml").unwrap();
         let err = ArgSpec::standard().merged(&extras, "m.yaml").unwrap_err();
         assert!(err.to_string().contains("--bs is defined twice"), "{err}");
 
@@ -196,7 +272,11 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("not among its choices"), "{err}");
 
-        let err = ArgSpec::from_yaml("args:\n  - {name: a, type: int, help: h, typo: 1}\n", "m.yaml").unwrap_err();
+        let err = ArgSpec::from_yaml(
+            "args:\n  - {name: a, type: int, help: h, typo: 1}\n",
+            "m.yaml",
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("unknown field `typo`"), "{err}");
     }
 }

@@ -1,3 +1,48 @@
-//! `modelzoo-engine`: the FleetX engine contract in Rust — a model implements [`BasicModule`]-style
-//! hooks, the engine owns the loop: device placement, AMP, accumulation, clipping, LR stepping,
-//! dllogger output, evaluation and atomic checkpoints.
+//! `modelzoo-engine`: the FleetX engine contract in Rust — a model implements the
+//! [`BasicModule`] hooks, the [`Engine`] owns the loop: device placement, AMP (bf16, or fp16 with
+//! dynamic loss scaling), gradient accumulation, global-norm clipping, LR stepping, metric
+//! output, evaluation and atomic checkpoints with exact resume.
+
+pub mod checkpoint;
+pub mod data;
+pub mod device;
+mod engine;
+pub mod optim;
+pub mod rng;
+pub mod scaler;
+mod settings;
+
+pub use data::{Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
+pub use device::TrainDevice;
+pub use engine::{
+    install_signal_handlers, BasicModule, Engine, EvalOutput, FitSummary, MetricSink, StepInfo,
+};
+pub use optim::{OptimizerConfig, Schedule, Sgd};
+pub use settings::{EngineSettings, Precision};
+
+use std::path::PathBuf;
+
+/// Why training or evaluation stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("checkpoint {path}: {message}")]
+    Checkpoint { path: PathBuf, message: String },
+    #[error("loss became non-finite ({value}) at step {step}; stopped. The last good checkpoint (if any) is kept in {ckpt_dir}")]
+    NonFiniteLoss {
+        step: u64,
+        value: f64,
+        ckpt_dir: PathBuf,
+    },
+    #[error("cannot place the model on {device}: {message}")]
+    Device { device: String, message: String },
+    #[error("training data yields no batch (dataset smaller than one batch of {batch_size}?)")]
+    NoData { batch_size: usize },
+    #[error("invalid engine settings: {0}")]
+    Settings(String),
+}

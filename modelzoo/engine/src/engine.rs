@@ -1,0 +1,608 @@
+//! The training loop: [`BasicModule`] (what a model provides) and [`Engine`] (what it gets).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tch::{nn::VarStore, Kind, Tensor};
+
+use crate::checkpoint::{self, Counters};
+use crate::data::{ImageBatch, Loader};
+use crate::device::TrainDevice;
+use crate::optim::{OptimizerConfig, Sgd};
+use crate::scaler::GradScaler;
+use crate::settings::{EngineSettings, Precision};
+use crate::EngineError;
+
+/// Sums over one validation batch, kept on the device so evaluation never syncs per batch.
+pub struct EvalOutput {
+    /// Sum of per-sample losses.
+    pub loss_sum: Tensor,
+    /// Named counts (e.g. `top1` / `top5` correct predictions).
+    pub counts: Vec<(&'static str, Tensor)>,
+    pub samples: usize,
+}
+
+/// Where a logged step stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepInfo {
+    pub epoch: u64,
+    pub step: u64,
+    pub loss: f64,
+    pub lr: f64,
+    pub ips: f64,
+}
+
+/// The FleetX `BasicModule` contract: the model-specific parts of training.
+pub trait BasicModule {
+    /// The model's variables (built on the CPU; the engine moves them to the device).
+    fn var_store(&self) -> &VarStore;
+    fn var_store_mut(&mut self) -> &mut VarStore;
+    /// Prepare a CPU batch for the step: move it to the device, change its layout.
+    fn pretreating_batch(&mut self, batch: ImageBatch, device: &dyn TrainDevice) -> ImageBatch;
+    /// Forward pass in training mode; returns the scalar mean loss of the batch.
+    fn training_step(&mut self, batch: &ImageBatch) -> Tensor;
+    /// Called after each logged optimizer step.
+    fn training_step_end(&mut self, _info: &StepInfo) {}
+    /// Called when an epoch's batches are exhausted.
+    fn training_epoch_end(&mut self, _epoch: u64) {}
+    /// Forward pass in evaluation mode (no grad).
+    fn validation_step(&mut self, batch: &ImageBatch) -> EvalOutput;
+    /// Called after each validation batch.
+    fn validation_step_end(&mut self, _out: &EvalOutput) {}
+    /// Turn the summed outputs into metrics: default `val.loss` = mean loss and `val.<count>` =
+    /// count / samples × 100.
+    fn validation_epoch_end(
+        &mut self,
+        loss_sum: f64,
+        counts: &[(&'static str, f64)],
+        samples: usize,
+    ) -> Vec<(String, f64)> {
+        let n = samples.max(1) as f64;
+        let mut m = vec![("val.loss".to_string(), loss_sum / n)];
+        m.extend(
+            counts
+                .iter()
+                .map(|(k, v)| (format!("val.{k}"), v / n * 100.0)),
+        );
+        m
+    }
+    /// Inference on a batch (eval mode, no grad): returns predictions.
+    fn test_step(&mut self, batch: &ImageBatch) -> Tensor;
+    /// Called after each prediction batch.
+    fn test_step_end(&mut self, _out: &Tensor) {}
+    /// Optimizer and schedule, given the run's length.
+    fn configure_optimizers(&self, steps_per_epoch: u64, total_steps: u64) -> OptimizerConfig;
+}
+
+/// Where metrics go (the run's dllogger in `run_<model>`; any collector in tests).
+pub trait MetricSink {
+    /// Declare a metric once before it is logged (unit, goal MINIMIZE/MAXIMIZE, stage).
+    fn metadata(&mut self, name: &str, unit: &str, goal: &str, stage: &str);
+    /// One line of metrics at (epoch, iteration).
+    fn log(&mut self, epoch: u64, iteration: u64, metrics: &[(&str, f64)]);
+}
+
+/// How `fit` ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitSummary {
+    pub steps: u64,
+    pub epochs_done: u64,
+    /// Stopped early by SIGINT/SIGTERM (after saving).
+    pub interrupted: bool,
+    /// The last evaluation's metrics.
+    pub last_eval: Vec<(String, f64)>,
+    /// The last checkpoint written.
+    pub last_checkpoint: Option<PathBuf>,
+    /// Training samples skipped because they failed to load.
+    pub skipped_samples: u64,
+}
+
+/// Set a flag on SIGINT / SIGTERM; the engine then finishes its step, saves and returns.
+pub fn install_signal_handlers() -> std::io::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&flag))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&flag))?;
+    Ok(flag)
+}
+
+/// The training engine.
+pub struct Engine<'d, M: BasicModule> {
+    pub module: M,
+    device: &'d dyn TrainDevice,
+    settings: EngineSettings,
+    sink: Box<dyn MetricSink + 'd>,
+    stop: Arc<AtomicBool>,
+    opt: Option<Sgd>,
+    scaler: Option<GradScaler>,
+    counters: Counters,
+    /// Named non-trainable variables (BN running stats), saved with checkpoints.
+    all_vars: Vec<(String, Tensor)>,
+}
+
+impl<'d, M: BasicModule> Engine<'d, M> {
+    /// Move the module to `device` and set up the loss scaler; nothing is trained yet.
+    pub fn new(
+        mut module: M,
+        device: &'d dyn TrainDevice,
+        settings: EngineSettings,
+        sink: Box<dyn MetricSink + 'd>,
+    ) -> Result<Self, EngineError> {
+        device
+            .move_var_store(module.var_store_mut())
+            .map_err(|message| EngineError::Device {
+                device: device.label(),
+                message,
+            })?;
+        let mut all_vars: Vec<(String, Tensor)> =
+            module.var_store().variables().into_iter().collect();
+        all_vars.sort_by(|a, b| a.0.cmp(&b.0));
+        let scaler = match settings.precision {
+            Precision::Amp {
+                loss_scale: Some(s),
+                ..
+            } => Some(GradScaler::new(s, |t| device.to_device(t))),
+            _ => None,
+        };
+        let counters = Counters {
+            seed: settings.seed,
+            ..Counters::default()
+        };
+        Ok(Engine {
+            module,
+            device,
+            settings,
+            sink,
+            stop: Arc::new(AtomicBool::new(false)),
+            opt: None,
+            scaler,
+            counters,
+            all_vars,
+        })
+    }
+
+    /// Stop cleanly (finish the step, save, return) when `flag` becomes true.
+    pub fn with_stop_flag(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.stop = flag;
+        self
+    }
+
+    /// Loop position (steps done, epoch, batch in epoch).
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    fn declare_metrics(&mut self) {
+        for (name, unit, goal, stage) in [
+            ("train.loss", "", "MINIMIZE", "TRAIN"),
+            ("train.ips", "imgs/s", "MAXIMIZE", "TRAIN"),
+            ("train.lr", "", "NONE", "TRAIN"),
+            ("val.loss", "", "MINIMIZE", "VAL"),
+            ("val.top1", "%", "MAXIMIZE", "VAL"),
+            ("val.top5", "%", "MAXIMIZE", "VAL"),
+        ] {
+            self.sink.metadata(name, unit, goal, stage);
+        }
+    }
+
+    fn make_optimizer(&mut self, steps_per_epoch: u64, total: u64) -> Sgd {
+        let cfg = self.module.configure_optimizers(steps_per_epoch, total);
+        let named: Vec<(String, Tensor)> = self
+            .all_vars
+            .iter()
+            .filter(|(_, t)| t.requires_grad())
+            .map(|(n, t)| (n.clone(), t.shallow_clone()))
+            .collect();
+        Sgd::new(named, cfg)
+    }
+
+    /// Train on `train` (validating on `val`) per the settings; resumes first when
+    /// `settings.resume` is set.
+    pub fn fit(&mut self, train: &Loader, val: Option<&Loader>) -> Result<FitSummary, EngineError> {
+        let s = self.settings.clone();
+        let accum = s.accumulate_steps.max(1);
+        let steps_per_epoch = train.batches_per_epoch() as u64 / accum;
+        if steps_per_epoch == 0 {
+            return Err(EngineError::NoData { batch_size: 0 });
+        }
+        let mut total = steps_per_epoch * s.num_train_epochs;
+        if let Some(m) = s.max_steps {
+            total = total.min(m);
+        }
+        let opt = self.make_optimizer(steps_per_epoch, total);
+        self.opt = Some(opt);
+        if let Some(r) = &s.resume {
+            self.load(r)?;
+        }
+        self.declare_metrics();
+        let bar = progress_bar(s.progress, total, self.counters.step);
+        let mut summary = FitSummary {
+            steps: self.counters.step,
+            epochs_done: self.counters.epoch,
+            interrupted: false,
+            last_eval: Vec::new(),
+            last_checkpoint: None,
+            skipped_samples: 0,
+        };
+        let mut window: Vec<Tensor> = Vec::new();
+        let mut window_samples = 0usize;
+        let mut window_start = Instant::now();
+        let mut lr = 0.0;
+        'epochs: while self.counters.epoch < s.num_train_epochs && self.counters.step < total {
+            let epoch = self.counters.epoch;
+            let batches_this_epoch = (steps_per_epoch * accum) as usize;
+            let skip = self.counters.batch_in_epoch as usize;
+            let mut micro = 0u64;
+            let mut step_loss: Option<Tensor> = None;
+            for batch in train
+                .epoch(epoch, skip)
+                .take(batches_this_epoch.saturating_sub(skip))
+            {
+                if micro == 0 {
+                    self.device.manual_seed(
+                        s.seed
+                            .wrapping_add(self.counters.step.wrapping_mul(1_000_003)),
+                    );
+                }
+                let batch = self.module.pretreating_batch(batch, self.device);
+                window_samples += batch.len();
+                let (amp, dtype) = match s.precision {
+                    Precision::Fp32 => (false, Kind::Float),
+                    Precision::Amp { dtype, .. } => (true, dtype),
+                };
+                let module = &mut self.module;
+                let loss = self
+                    .device
+                    .autocast_with(amp, dtype, &mut || module.training_step(&batch))
+                    .to_kind(Kind::Float);
+                let scaled = if accum > 1 {
+                    &loss / accum as f64
+                } else {
+                    loss.shallow_clone()
+                };
+                match &self.scaler {
+                    Some(sc) => sc.scale_loss(&scaled).backward(),
+                    None => scaled.backward(),
+                }
+                let l = loss.detach();
+                step_loss = Some(match step_loss {
+                    Some(acc) => acc + l,
+                    None => l,
+                });
+                self.counters.batch_in_epoch += 1;
+                micro += 1;
+                if micro < accum {
+                    continue;
+                }
+                micro = 0;
+                lr = self.optimizer_step(total)?;
+                self.counters.step += 1;
+                let step = self.counters.step;
+                if let Some(l) = step_loss.take() {
+                    window.push(if accum > 1 { l / accum as f64 } else { l });
+                }
+                bar.inc(1);
+                let last = step >= total;
+                if step.is_multiple_of(s.logging_freq) || last {
+                    self.check_finite(&window, step)?;
+                    self.device.synchronize();
+                    let secs = window_start.elapsed().as_secs_f64().max(1e-9);
+                    let loss = window
+                        .last()
+                        .map(|t| t.double_value(&[]))
+                        .unwrap_or(f64::NAN);
+                    let ips = window_samples as f64 / secs;
+                    self.sink.log(
+                        epoch,
+                        step,
+                        &[
+                            ("rank", s.rank as f64),
+                            ("train.loss", loss),
+                            ("train.ips", ips),
+                            ("train.lr", lr),
+                        ],
+                    );
+                    bar.set_message(format!("loss {loss:.4} {ips:.1} img/s"));
+                    self.module.training_step_end(&StepInfo {
+                        epoch,
+                        step,
+                        loss,
+                        lr,
+                        ips,
+                    });
+                    window.clear();
+                    window_samples = 0;
+                    window_start = Instant::now();
+                }
+                let stop = self.stop.load(Ordering::SeqCst);
+                if s.save_steps.is_some_and(|n| step.is_multiple_of(n)) || stop {
+                    self.check_finite(&window, step)?;
+                    summary.last_checkpoint = Some(self.save_checkpoint()?);
+                }
+                if let (Some(val), Some(f)) = (val, s.eval_freq) {
+                    if step.is_multiple_of(f) && !last {
+                        summary.last_eval = self.evaluate(val)?;
+                        window_start = Instant::now();
+                    }
+                }
+                if stop {
+                    tracing::warn!("interrupted: saved step {step}, stopping");
+                    summary.interrupted = true;
+                    break 'epochs;
+                }
+                if last {
+                    break;
+                }
+            }
+            let _ = self.opt.as_mut().map(Sgd::zero_grad);
+            if self.counters.batch_in_epoch as usize >= batches_this_epoch {
+                self.module.training_epoch_end(epoch);
+                self.counters.epoch += 1;
+                self.counters.batch_in_epoch = 0;
+            } else if self.counters.step < total {
+                // The loader ran dry early: every sample of the rest failed to load.
+                self.counters.epoch += 1;
+                self.counters.batch_in_epoch = 0;
+            }
+            if self.counters.step < total {
+                if let (Some(val), None) = (val, s.eval_freq) {
+                    summary.last_eval = self.evaluate(val)?;
+                }
+                window_start = Instant::now();
+            }
+        }
+        bar.finish_and_clear();
+        if !summary.interrupted {
+            self.check_finite(&window, self.counters.step)?;
+            if summary.last_checkpoint.as_ref()
+                != Some(&checkpoint::path_for(&s.ckpt_dir, self.counters.step))
+            {
+                summary.last_checkpoint = Some(self.save_checkpoint()?);
+            }
+            if let Some(val) = val {
+                summary.last_eval = self.evaluate(val)?;
+            }
+        }
+        summary.steps = self.counters.step;
+        summary.epochs_done = self.counters.epoch;
+        summary.skipped_samples = train.skipped();
+        let _ = lr;
+        Ok(summary)
+    }
+
+    fn check_finite(&self, window: &[Tensor], step: u64) -> Result<(), EngineError> {
+        if window.is_empty() {
+            return Ok(());
+        }
+        let stacked = Tensor::stack(window, 0);
+        if stacked.isfinite().all().int64_value(&[]) == 1 {
+            return Ok(());
+        }
+        let values: Vec<f64> = Vec::try_from(stacked.to_kind(Kind::Double)).unwrap_or_default();
+        let first = values.iter().position(|v| !v.is_finite()).unwrap_or(0);
+        let value = values.get(first).copied().unwrap_or(f64::NAN);
+        Err(EngineError::NonFiniteLoss {
+            step: step + 1 + first as u64 - window.len() as u64,
+            value,
+            ckpt_dir: self.settings.ckpt_dir.clone(),
+        })
+    }
+
+    /// Unscale, clip, skip-on-overflow, step, update the scale; returns the LR used.
+    fn optimizer_step(&mut self, total: u64) -> Result<f64, EngineError> {
+        let Some(opt) = self.opt.as_mut() else {
+            return Err(EngineError::Settings("fit() not started".into()));
+        };
+        let cfg = opt.config.clone();
+        let lr = cfg.schedule.lr_at(cfg.lr, self.counters.step, total);
+        let mut grads = opt.grads();
+        if let Some(sc) = &self.scaler {
+            sc.unscale(&mut grads);
+        }
+        let need_norm = cfg.clip_grad_norm.is_some() || self.scaler.is_some();
+        let mut do_step = true;
+        if need_norm && !grads.is_empty() {
+            let norms: Vec<Tensor> = grads
+                .iter()
+                .map(|g| g.to_kind(Kind::Float).norm())
+                .collect();
+            let total_norm = Tensor::stack(&norms, 0).norm();
+            if let Some(max) = cfg.clip_grad_norm {
+                let coef = (&total_norm + 1e-6).reciprocal() * max;
+                let coef = coef.clamp_max(1.0);
+                tch::no_grad(|| {
+                    for g in grads.iter_mut() {
+                        let _ = g.g_mul_(&coef.to_kind(g.kind()));
+                    }
+                });
+            }
+            if let Some(sc) = self.scaler.as_mut() {
+                let found_inf = total_norm
+                    .isfinite()
+                    .logical_not()
+                    .to_kind(Kind::Float)
+                    .reshape([1]);
+                sc.update(&found_inf);
+                do_step = found_inf.double_value(&[0]) == 0.0;
+                if !do_step {
+                    tracing::info!(
+                        "fp16 overflow at step {}: step skipped, loss scale lowered",
+                        self.counters.step + 1
+                    );
+                }
+            }
+        }
+        if do_step {
+            opt.step(lr);
+        }
+        opt.zero_grad();
+        Ok(lr)
+    }
+
+    /// Evaluate on `val` (at most `eval_iters` batches) and log `val.*` metrics.
+    pub fn evaluate(&mut self, val: &Loader) -> Result<Vec<(String, f64)>, EngineError> {
+        let limit = self
+            .settings
+            .eval_iters
+            .map(|n| n as usize)
+            .unwrap_or(usize::MAX);
+        let mut loss_sum: Option<Tensor> = None;
+        let mut counts: Vec<(&'static str, Tensor)> = Vec::new();
+        let mut samples = 0usize;
+        let (amp, dtype) = match self.settings.precision {
+            Precision::Fp32 => (false, Kind::Float),
+            Precision::Amp { dtype, .. } => (true, dtype),
+        };
+        for batch in val.epoch(0, 0).take(limit) {
+            let batch = self.module.pretreating_batch(batch, self.device);
+            let module = &mut self.module;
+            let mut out_slot = None;
+            let _loss = tch::no_grad(|| {
+                let mut f = || {
+                    let out = module.validation_step(&batch);
+                    let l = out.loss_sum.shallow_clone();
+                    out_slot = Some(out);
+                    l
+                };
+                self.device.autocast_with(amp, dtype, &mut f)
+            });
+            let Some(out) = out_slot else { continue };
+            self.module.validation_step_end(&out);
+            samples += out.samples;
+            let l = out.loss_sum.to_kind(Kind::Double);
+            loss_sum = Some(match loss_sum {
+                Some(acc) => acc + l,
+                None => l,
+            });
+            if counts.is_empty() {
+                counts = out
+                    .counts
+                    .iter()
+                    .map(|(k, t)| (*k, t.to_kind(Kind::Double)))
+                    .collect();
+            } else {
+                for ((_, acc), (_, t)) in counts.iter_mut().zip(&out.counts) {
+                    *acc = &*acc + t.to_kind(Kind::Double);
+                }
+            }
+        }
+        let loss_sum = loss_sum.map(|t| t.double_value(&[])).unwrap_or(f64::NAN);
+        let counts: Vec<(&'static str, f64)> = counts
+            .iter()
+            .map(|(k, t)| (*k, t.double_value(&[])))
+            .collect();
+        let metrics = self.module.validation_epoch_end(loss_sum, &counts, samples);
+        let mut line: Vec<(&str, f64)> = vec![("rank", self.settings.rank as f64)];
+        line.extend(metrics.iter().map(|(k, v)| (k.as_str(), *v)));
+        self.sink
+            .log(self.counters.epoch, self.counters.step, &line);
+        Ok(metrics)
+    }
+
+    /// Predictions for every batch of `data` (eval mode, no grad), on the CPU.
+    pub fn predict(&mut self, data: &Loader) -> Vec<Tensor> {
+        let mut out = Vec::new();
+        for batch in data.epoch(0, 0) {
+            let batch = self.module.pretreating_batch(batch, self.device);
+            let pred = tch::no_grad(|| self.module.test_step(&batch));
+            self.module.test_step_end(&pred);
+            out.push(self.device.to_cpu(&pred));
+        }
+        out
+    }
+
+    fn save_checkpoint(&mut self) -> Result<PathBuf, EngineError> {
+        let path = checkpoint::path_for(&self.settings.ckpt_dir, self.counters.step);
+        self.save(&path)?;
+        checkpoint::prune(&self.settings.ckpt_dir, self.settings.keep_last)?;
+        tracing::info!("checkpoint {}", path.display());
+        Ok(path)
+    }
+
+    /// Write model, optimizer, scaler and counters to `path` atomically.
+    pub fn save(&self, path: &std::path::Path) -> Result<(), EngineError> {
+        let dev = self.device;
+        let mut named: Vec<(String, Tensor)> = self
+            .all_vars
+            .iter()
+            .map(|(n, t)| (format!("model/{n}"), dev.to_cpu(t)))
+            .collect();
+        if let Some(opt) = &self.opt {
+            named.extend(
+                opt.params
+                    .iter()
+                    .map(|p| (format!("optim/{}", p.name), dev.to_cpu(&p.momentum))),
+            );
+        }
+        if let Some(sc) = &self.scaler {
+            named.push(("scaler/scale".into(), dev.to_cpu(&sc.scale)));
+            named.push(("scaler/growth".into(), dev.to_cpu(&sc.growth_tracker)));
+        }
+        checkpoint::write(path, &named, self.counters)
+    }
+
+    /// Restore from a checkpoint file (or the newest one in a directory): model variables
+    /// always; optimizer, scaler and counters when `fit` has set the optimizer up.
+    pub fn load(&mut self, path: &std::path::Path) -> Result<(), EngineError> {
+        let file = checkpoint::resolve(path)?;
+        let (named, counters) = checkpoint::read(&file)?;
+        let map: std::collections::HashMap<String, Tensor> = named.into_iter().collect();
+        let bad = |message: String| EngineError::Checkpoint {
+            path: file.clone(),
+            message,
+        };
+        let dev = self.device;
+        let copy = |dst: &Tensor, key: &str| -> Result<(), EngineError> {
+            let src = map.get(key).ok_or_else(|| bad(format!("missing {key}")))?;
+            if src.size() != dst.size() {
+                return Err(bad(format!(
+                    "{key} has shape {:?}, the model expects {:?} (another model variant?)",
+                    src.size(),
+                    dst.size()
+                )));
+            }
+            let mut d = dst.shallow_clone();
+            tch::no_grad(|| d.copy_(&dev.to_device(src)));
+            Ok(())
+        };
+        for (n, t) in &self.all_vars {
+            copy(t, &format!("model/{n}"))?;
+        }
+        if let Some(opt) = &self.opt {
+            for p in &opt.params {
+                copy(&p.momentum, &format!("optim/{}", p.name))?;
+            }
+        }
+        if let Some(sc) = &self.scaler {
+            if map.contains_key("scaler/scale") {
+                copy(&sc.scale, "scaler/scale")?;
+                copy(&sc.growth_tracker, "scaler/growth")?;
+            }
+        }
+        if self.opt.is_some() {
+            self.counters = Counters {
+                seed: self.settings.seed,
+                ..counters
+            };
+        }
+        tracing::info!("resumed from {} at step {}", file.display(), counters.step);
+        Ok(())
+    }
+}
+
+fn progress_bar(enabled: bool, total: u64, done: u64) -> ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps {elapsed_precise} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_position(done);
+    bar
+}
