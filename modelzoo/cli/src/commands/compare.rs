@@ -1,10 +1,136 @@
-//! `modelzoo compare` — not implemented yet.
+//! `modelzoo compare` — compare a candidate (SDAA) training log against a baseline (CUDA) log.
+//!
+//! Exit codes: 0 the rule passes, 1 it fails, 2 unusable input (unreadable file, metric
+//! absent, no common steps, report directory not writable).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use validator::compare::{self, Align, Options, Rule};
+use validator::report;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`modelzoo compare` is not implemented yet")
+/// Pass/fail rule.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum RuleArg {
+    /// Adaptation guide: |relative error of the final value| ≤ --threshold.
+    Rel1,
+    /// ModelZoo loss.py: mean((c-b)/b) ≤ 0.05 or mean(c-b) ≤ 0.0002, signed, by position.
+    ModelzooLoss,
+}
+
+/// Step pairing.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum AlignArg {
+    /// By (epoch, iteration).
+    Key,
+    /// By position.
+    Order,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Baseline (CUDA) log: any format dllogger reads.
+    #[arg(long, value_name = "LOG")]
+    pub baseline: PathBuf,
+    /// Candidate (SDAA) log.
+    #[arg(long, value_name = "LOG")]
+    pub candidate: PathBuf,
+    /// Metric to compare.
+    #[arg(long, default_value = "train.loss")]
+    pub metric: String,
+    /// Rank whose values are compared (records without a rank are rank 0).
+    #[arg(long, default_value_t = 0)]
+    pub rank: u32,
+    /// How steps are paired.
+    #[arg(long, value_enum, default_value = "key")]
+    pub align: AlignArg,
+    /// The final value is the mean of the last K paired steps.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub tail: usize,
+    /// Pass/fail rule.
+    #[arg(long, value_enum, default_value = "rel1")]
+    pub rule: RuleArg,
+    /// rel1 threshold: a fraction (0.01) or a percentage (1%).
+    #[arg(long, default_value = "1%", value_parser = parse_threshold)]
+    pub threshold: f64,
+    /// Write report.md, report.html, curves.svg, rel_error.svg and summary.json here.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+    /// Print summary.json's content on stdout instead of the text summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.trim().strip_suffix('%') {
+        Some(n) => (n, 0.01),
+        None => (s.trim(), 1.0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number or a percentage (e.g. 0.01 or 1%)"))?;
+    let v = v * scale;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!(
+            "threshold `{s}` must be a finite, non-negative number"
+        ));
+    }
+    Ok(v)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.tail == 0 {
+        anyhow::bail!("--tail must be at least 1");
+    }
+    let options = Options {
+        metric: args.metric.clone(),
+        rank: args.rank,
+        align: match args.align {
+            AlignArg::Key => Align::Key,
+            AlignArg::Order => Align::Order,
+        },
+        tail: args.tail,
+        rule: match args.rule {
+            RuleArg::Rel1 => Rule::Rel1 {
+                threshold: args.threshold,
+            },
+            RuleArg::ModelzooLoss => Rule::ModelzooLoss,
+        },
+    };
+    let cmp = compare::compare_files(&args.baseline, &args.candidate, &options)?;
+    let command = command_line();
+    if args.json {
+        print!("{}", report::summary_json(&cmp, &command));
+    } else {
+        print!("{}", report::text(&cmp));
+    }
+    if let Some(dir) = &args.report_dir {
+        report::write_report(dir, &cmp, &command)?;
+        tracing::info!("report written to {}", dir.display());
+    }
+    Ok(if cmp.verdict.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// This process's command line, shell-quoted where needed, for the report.
+fn command_line() -> String {
+    std::env::args()
+        .enumerate()
+        .map(|(i, a)| {
+            let a = if i == 0 { "modelzoo".to_string() } else { a };
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:%,+@".contains(c))
+            {
+                a
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

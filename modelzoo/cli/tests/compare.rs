@@ -1,0 +1,196 @@
+//! `modelzoo compare` as a user runs it: exit codes, text and JSON output, the report dir.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn modelzoo(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+        .args(args)
+        .output()
+        .expect("run modelzoo")
+}
+
+/// A tcap stdout log of `steps` iterations of rank 0, loss scaled by `scale`.
+fn log(dir: &Path, name: &str, steps: u64, scale: f64) -> PathBuf {
+    let mut s = String::new();
+    for it in 0..steps {
+        let loss = (2.0 + (it as f64 * 0.3).sin() * 0.1) * scale;
+        writeln!(
+            s,
+            "TCAPPDLL 2025-05-15 14:20:10.930385 - Epoch: 0 Iteration: {it}  rank : 0  train.loss : {loss}  train.ips : 100.0 imgs/s"
+        )
+        .unwrap();
+    }
+    let p = dir.join(name);
+    fs::write(&p, s).unwrap();
+    p
+}
+
+#[test]
+fn pass_fail_and_unusable_exit_codes() {
+    let t = tempfile::tempdir().unwrap();
+    let b = log(t.path(), "cuda.log", 100, 1.0);
+    let ok = log(t.path(), "ok.log", 100, 1.005);
+    let bad = log(t.path(), "bad.log", 100, 1.02);
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+
+    let out = modelzoo(&["compare", "--baseline", &s(&b), "--candidate", &s(&ok)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("PASS (rel1, threshold 1.0000%)"),
+        "{stdout}"
+    );
+
+    let out = modelzoo(&["compare", "--baseline", &s(&b), "--candidate", &s(&bad)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAIL"));
+    // The threshold is settable, as a fraction or a percentage.
+    for th in ["0.03", "3%"] {
+        let out = modelzoo(&[
+            "compare",
+            "--baseline",
+            &s(&b),
+            "--candidate",
+            &s(&bad),
+            "--threshold",
+            th,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "--threshold {th}");
+    }
+    // loss.py's rule passes a 2% higher loss: mean((c-b)/b) = 0.02 ≤ 0.05 — and warns.
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &s(&b),
+        "--candidate",
+        &s(&bad),
+        "--rule",
+        "modelzoo-loss",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("warning: modelzoo-loss uses signed means")
+    );
+
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &s(&b),
+        "--candidate",
+        "/nonexistent/sdaa.log",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: candidate log /nonexistent/sdaa.log"),
+        "{stderr}"
+    );
+
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &s(&b),
+        "--candidate",
+        &s(&ok),
+        "--metric",
+        "val.top1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("metric `val.top1` is absent"));
+
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &s(&b),
+        "--candidate",
+        &s(&ok),
+        "--threshold",
+        "abc",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn report_dir_and_json() {
+    let t = tempfile::tempdir().unwrap();
+    let b = log(t.path(), "cuda.log", 300, 1.0);
+    let c = log(t.path(), "sdaa.log", 250, 0.997);
+    let rep = t.path().join("out/report");
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        b.to_str().unwrap(),
+        "--candidate",
+        c.to_str().unwrap(),
+        "--report-dir",
+        rep.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["figures"]["steps_compared"], 250);
+    assert_eq!(v["only_in_baseline"], 50);
+    assert!(v["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("modelzoo compare --baseline "));
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(rep.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(on_disk, v);
+    let md = fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(
+        md.contains("only in baseline: epoch 0 iteration 250 .. epoch 0 iteration 299 (50 steps)"),
+        "{md}"
+    );
+    for f in ["report.html", "curves.svg", "rel_error.svg"] {
+        assert!(rep.join(f).is_file(), "{f} missing");
+    }
+
+    // A report dir that cannot be created: exit 2, nothing half-written.
+    let blocker = t.path().join("file");
+    fs::write(&blocker, "x").unwrap();
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        b.to_str().unwrap(),
+        "--candidate",
+        c.to_str().unwrap(),
+        "--report-dir",
+        blocker.join("r").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("report directory"));
+}
+
+#[test]
+fn fixture_pair_runs_through_the_cli() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = root.join("../shared/fixtures/tecorigin-modelzoo/facial-expression-recognition");
+    if !dir.is_dir() {
+        println!("skipping: {} not found", dir.display());
+        return;
+    }
+    let (b, c) = (dir.join("cuda_loss.json"), dir.join("sdaa_loss.json"));
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        b.to_str().unwrap(),
+        "--candidate",
+        c.to_str().unwrap(),
+        "--json",
+    ]);
+    let code = out.status.code();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["figures"]["steps_compared"], 20);
+    // 20 steps of a 40,000-step run: the pass/fail here only has to match the figure.
+    let fin = v["figures"]["final_rel_err"].as_f64().unwrap();
+    assert_eq!(code, Some(if fin.abs() <= 0.01 { 0 } else { 1 }));
+}

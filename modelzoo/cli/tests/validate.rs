@@ -1,0 +1,133 @@
+//! `modelzoo validate` as a user runs it: exit codes 0 / 1 / 2, the output formats, --all.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn modelzoo(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+        .args(args)
+        .output()
+        .expect("run modelzoo")
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn good_model(dir: &Path) {
+    write(
+        &dir.join("README.md"),
+        "## 1. 模型概述\n## 2.1 准备数据集\n## 2.2 构建环境\n## 2.3 启动训练\n## 2.4 训练结果\n",
+    );
+    write(&dir.join("requirements.txt"), "numpy\n");
+    write(&dir.join("run_scripts/run_demo.py"), "import argument\n");
+    write(
+        &dir.join("run_scripts/argument.py"),
+        "p.add_argument('--step', type=int, default=-1)\n",
+    );
+    write(&dir.join("run_scripts/formate_cmd.py"), "\n");
+    write(
+        &dir.join("run_scripts/README.md"),
+        "model_name batch_size epoch step dataset_path lr device autocast\n",
+    );
+}
+
+#[test]
+fn exit_codes_and_text_output() {
+    let t = tempfile::tempdir().unwrap();
+    let good = t.path().join("contrib/Classification/Demo");
+    good_model(&good);
+    let out = modelzoo(&["validate", good.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "checked 1 model directory: 1 clean, 0 with violations (0 violations)\n"
+    );
+
+    let bad = t.path().join("contrib/Face/Bad");
+    good_model(&bad);
+    write(&bad.join("requirements.txt"), "torch==2.0\n");
+    let out = modelzoo(&[
+        "validate",
+        "--all",
+        t.path().join("contrib").to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let first = stdout.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "{}: requirements.no-framework: line 1: `torch==2.0` — remove it: the SDAA environment provides torch (a pip install would replace torch_sdaa's build)",
+            bad.join("requirements.txt").display()
+        )
+    );
+    assert!(
+        stdout.ends_with("checked 2 model directories: 1 clean, 1 with violations (1 violation)\n"),
+        "{stdout}"
+    );
+
+    let out = modelzoo(&["validate", t.path().join("missing").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("missing"),
+        "{stderr}"
+    );
+
+    let out = modelzoo(&["validate"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to check"));
+}
+
+#[test]
+fn json_junit_and_rule_list() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("m");
+    good_model(&dir);
+    fs::remove_file(dir.join("run_scripts/formate_cmd.py")).unwrap();
+    let d = dir.to_str().unwrap();
+
+    let out = modelzoo(&["validate", "--format", "json", d]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["summary"]["violations"], 1);
+    assert_eq!(v["reports"][0]["findings"][0]["rule"], "layout.run-scripts");
+
+    let out = modelzoo(&["validate", "--format", "junit", d]);
+    let xml = String::from_utf8_lossy(&out.stdout);
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    assert!(
+        xml.contains("<failure type=\"layout.run-scripts\""),
+        "{xml}"
+    );
+
+    let out = modelzoo(&["validate", "--list-rules"]);
+    assert_eq!(out.status.code(), Some(0));
+    let list = String::from_utf8_lossy(&out.stdout);
+    for id in [
+        "layout.run-scripts",
+        "readme.sections",
+        "args.step",
+        "model-yaml.entry",
+    ] {
+        assert!(
+            list.lines().any(|l| l.starts_with(id)),
+            "{id} not listed:\n{list}"
+        );
+    }
+
+    // An unusable --model-yaml cannot run: exit 2, naming the file.
+    let yaml = t.path().join("model.yaml");
+    write(&yaml, "models: [oops\n");
+    let out = modelzoo(&["validate", "--model-yaml", yaml.to_str().unwrap(), d]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("model.yaml"));
+}
