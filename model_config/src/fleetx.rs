@@ -53,11 +53,11 @@ impl fmt::Display for Origin {
 /// override it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {}: {source}", path.display())]
+    #[error("cannot read config file {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        /// Included in the message (not chained, so it is printed once).
+        error: std::io::Error,
     },
     #[error("{}{}: invalid YAML: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Yaml {
@@ -151,7 +151,7 @@ impl ConfigTree {
     fn from_file(path: &Path) -> Result<ConfigTree, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error: source,
         })?;
         ConfigTree::from_str(&text, path)
     }

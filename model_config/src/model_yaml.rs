@@ -113,11 +113,11 @@ struct RawFile {
 /// Why a model.yaml cannot be used, with the file and (where known) the line.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelYamlError {
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        /// Included in the message (not chained, so it is printed once).
+        error: std::io::Error,
     },
     #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Parse {
@@ -132,11 +132,11 @@ pub enum ModelYamlError {
         name: String,
         message: String,
     },
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}: {error}", path.display())]
     Write {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        /// Included in the message (not chained, so it is printed once).
+        error: std::io::Error,
     },
 }
 
@@ -145,7 +145,7 @@ impl ModelYaml {
     pub fn load(path: &Path) -> Result<ModelYaml, ModelYamlError> {
         let text = std::fs::read_to_string(path).map_err(|source| ModelYamlError::Read {
             path: path.to_path_buf(),
-            source,
+            error: source,
         })?;
         ModelYaml::parse(&text, path)
     }
@@ -267,7 +267,7 @@ impl ModelYaml {
             Err(source) => {
                 return Err(ModelYamlError::Read {
                     path: path.to_path_buf(),
-                    source,
+                    error: source,
                 })
             }
         };
@@ -298,7 +298,7 @@ impl ModelYaml {
         let reloaded = ModelYaml::parse(&text, path)?;
         write_atomic(path, text.as_bytes()).map_err(|source| ModelYamlError::Write {
             path: path.to_path_buf(),
-            source,
+            error: source,
         })?;
         Ok(reloaded)
     }

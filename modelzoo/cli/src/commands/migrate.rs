@@ -1,10 +1,50 @@
-//! `modelzoo migrate` — not implemented yet.
+//! `modelzoo migrate <dir>`: port a PyTorch model directory from CUDA to SDAA.
+//!
+//! Dry run by default: prints a unified diff per file on stdout and the summary (rule
+//! counts, what needs a person with file:line, skipped files) on stderr. `--write` applies
+//! the changes atomically. Exit 0 when it ran, 2 on an error.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use anyhow::Context;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`modelzoo migrate` is not implemented yet")
+#[derive(clap::Args)]
+pub struct Args {
+    /// The model directory to port (nothing outside it is read or written).
+    #[arg(required_unless_present = "list_rules")]
+    dir: Option<PathBuf>,
+    /// Rewrite the files in place (atomically, modes kept); without it nothing is written.
+    #[arg(long)]
+    write: bool,
+    /// Also write the report to FILE: JSON when FILE ends in `.json`, Markdown otherwise.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Print the rule table (id, rewrite/report, what it does) and exit.
+    #[arg(long)]
+    list_rules: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.list_rules {
+        print!("{}", migrate::render_rules());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let dir = args.dir.context("give the model directory to migrate")?;
+    let report = migrate::scan(&dir)?;
+    if args.write {
+        let n = migrate::write(&report)?;
+        eprintln!("wrote {n} files");
+    } else {
+        print!("{}", migrate::render_diff(&report));
+    }
+    eprint!("{}", migrate::render_summary(&report));
+    if !args.write && !report.changes.is_empty() {
+        eprintln!("dry run: nothing written; run again with --write to apply");
+    }
+    if let Some(path) = &args.report {
+        migrate::save_report(&report, path).context("cannot write the report")?;
+        eprintln!("report: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }

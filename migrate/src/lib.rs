@@ -1,0 +1,158 @@
+//! `migrate`: the CUDA→SDAA port of a PyTorch model directory, what torch_sdaa's
+//! cuda_migrate, Cambricon's torch_gpu2mlu and Ascend's transfer tools do.
+//!
+//! [`scan`] migrates every file in memory (a dry run: [`render_diff`] shows it), [`write`]
+//! applies it atomically; [`RULES`] is the one table of what is rewritten and what is only
+//! reported. The `modelzoo migrate` command is a thin shell over this.
+
+pub mod rules;
+pub mod tree;
+
+use std::fmt::Write as _;
+
+pub use rules::{migrate_text, Action, FileKind, FileOutcome, Note, Rule, RULES};
+pub use tree::{scan, write, FileChange, Finding, MigrateError, Report, Skipped};
+
+/// The unified diff of every change (`a/<path>` → `b/<path>`), as `git diff` would show it.
+pub fn render_diff(report: &Report) -> String {
+    let mut out = String::new();
+    for change in &report.changes {
+        let path = change.path.display().to_string();
+        let diff = similar::TextDiff::from_lines(&change.old, &change.new);
+        let _ = write!(
+            out,
+            "{}",
+            diff.unified_diff()
+                .context_radius(3)
+                .header(&format!("a/{path}"), &format!("b/{path}"))
+        );
+    }
+    out
+}
+
+/// The summary: files scanned and changed, rewrites per rule, findings and skipped files.
+pub fn render_summary(report: &Report) -> String {
+    let mut out = String::new();
+    let total: usize = report.rule_counts.values().sum();
+    let _ = writeln!(
+        out,
+        "{} files scanned, {} to change, {} rewrites",
+        report.files_scanned,
+        report.changes.len(),
+        total
+    );
+    for (rule, n) in &report.rule_counts {
+        let _ = writeln!(out, "  {rule:<24} {n}");
+    }
+    if !report.findings.is_empty() {
+        let _ = writeln!(out, "{} findings need a look:", report.findings.len());
+        for f in &report.findings {
+            let _ = writeln!(
+                out,
+                "  {}:{}: [{}] {}",
+                f.path.display(),
+                f.line,
+                f.rule,
+                f.message
+            );
+        }
+    }
+    if !report.skipped.is_empty() {
+        let _ = writeln!(out, "{} files skipped:", report.skipped.len());
+        for s in &report.skipped {
+            let _ = writeln!(out, "  {}: {}", s.path.display(), s.reason);
+        }
+    }
+    out
+}
+
+/// The report as Markdown: summary table, rule counts, findings with file:line, skipped files.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# CUDA → SDAA migration report\n");
+    let _ = writeln!(out, "Directory: `{}`\n", report.root.display());
+    let _ = writeln!(
+        out,
+        "| files scanned | files changed | rewrites | findings | skipped |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} | {} |\n",
+        report.files_scanned,
+        report.changes.len(),
+        report.rule_counts.values().sum::<usize>(),
+        report.findings.len(),
+        report.skipped.len()
+    );
+    if !report.rule_counts.is_empty() {
+        let _ = writeln!(out, "## Rewrites\n\n| rule | count |\n|---|---|");
+        for (rule, n) in &report.rule_counts {
+            let _ = writeln!(out, "| `{rule}` | {n} |");
+        }
+        let _ = writeln!(out);
+    }
+    if !report.changes.is_empty() {
+        let _ = writeln!(out, "## Files changed\n");
+        for c in &report.changes {
+            let rules: Vec<String> = c.rewrites.iter().map(|(r, n)| format!("{r}×{n}")).collect();
+            let _ = writeln!(out, "- `{}`: {}", c.path.display(), rules.join(", "));
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "## Needs a person\n");
+    if report.findings.is_empty() {
+        let _ = writeln!(out, "Nothing.\n");
+    } else {
+        let _ = writeln!(out, "| where | rule | what |\n|---|---|---|");
+        for f in &report.findings {
+            let _ = writeln!(
+                out,
+                "| `{}:{}` | `{}` | {} |",
+                f.path.display(),
+                f.line,
+                f.rule,
+                f.message.replace('|', "\\|")
+            );
+        }
+        let _ = writeln!(out);
+    }
+    if !report.skipped.is_empty() {
+        let _ = writeln!(out, "## Skipped files\n");
+        for s in &report.skipped {
+            let _ = writeln!(out, "- `{}`: {}", s.path.display(), s.reason);
+        }
+    }
+    out
+}
+
+/// The report as JSON (changes without their text).
+pub fn render_json(report: &Report) -> String {
+    serde_json::to_string_pretty(report).unwrap_or_default()
+}
+
+/// Writes the report to `path` atomically: JSON when it ends in `.json`, Markdown otherwise.
+pub fn save_report(report: &Report, path: &std::path::Path) -> Result<(), MigrateError> {
+    let text = if path.extension().is_some_and(|e| e == "json") {
+        render_json(report)
+    } else {
+        render_markdown(report)
+    };
+    tree::write_atomic(path, text.as_bytes()).map_err(|source| MigrateError::Io {
+        path: path.to_path_buf(),
+        error: source,
+    })
+}
+
+/// The rule table as text, for `--list-rules`.
+pub fn render_rules() -> String {
+    let mut out = String::new();
+    for r in RULES {
+        let action = match r.action {
+            Action::Rewrite => "rewrite",
+            Action::Report => "report",
+        };
+        let _ = writeln!(out, "{:<24} {:<8} {}", r.id, action, r.description);
+    }
+    out
+}
