@@ -1,31 +1,11 @@
 //! Numbers written the way Python's `str()` writes them, so our lines match tcap_dllogger's
 //! byte for byte (`0.5533216595649719`, `3.0`, `1e-05`, `1e+16`, `nan`, `-inf`).
 
-use std::fmt::Write as _;
-
-/// A fixed stack buffer for `core::fmt`, so formatting a float allocates nothing.
-struct StackBuf {
-    buf: [u8; 64],
-    len: usize,
-}
-
-impl std::fmt::Write for StackBuf {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        if end > self.buf.len() {
-            return Err(std::fmt::Error);
-        }
-        self.buf[self.len..end].copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
 /// Appends Python's `repr(float)` of `x` to `out`.
 ///
-/// Rust's `{:e}` already yields the shortest digits that round-trip (as Python's repr does);
-/// only the layout differs: Python goes positional for decimal exponents in `-4..16`, always
-/// shows a fractional part there (`3.0`), and writes exponents with a sign and two digits.
+/// `ryu` yields the shortest digits that round-trip (as Python's repr does); only the layout
+/// differs: Python goes positional for decimal exponents in `-4..16`, always shows a
+/// fractional part there (`3.0`), and writes exponents with a sign and two digits.
 pub fn write_py_float(out: &mut Vec<u8>, x: f64) {
     if x.is_nan() {
         out.extend_from_slice(b"nan");
@@ -35,40 +15,42 @@ pub fn write_py_float(out: &mut Vec<u8>, x: f64) {
         out.extend_from_slice(if x > 0.0 { b"inf" } else { b"-inf" });
         return;
     }
-    let mut sb = StackBuf {
-        buf: [0; 64],
-        len: 0,
-    };
-    let heap;
-    let s: &[u8] = if write!(sb, "{x:e}").is_ok() {
-        &sb.buf[..sb.len]
-    } else {
-        heap = format!("{x:e}");
-        heap.as_bytes()
-    };
+    let mut rb = ryu::Buffer::new();
+    let s = rb.format_finite(x).as_bytes();
     let (neg, s) = match s.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, s),
     };
+    // ryu writes `123.45`, `0.00012`, `1e16` or `1.5e-7`: collect the significant digits and
+    // the decimal exponent of the first one, whatever the layout.
     let epos = s.iter().position(|&c| c == b'e').unwrap_or(s.len());
-    let (mant, exp) = (&s[..epos], s.get(epos + 1..).unwrap_or(b"0"));
-    let exp: i32 = std::str::from_utf8(exp)
+    let e10: i32 = std::str::from_utf8(s.get(epos + 1..).unwrap_or(b""))
         .ok()
         .and_then(|e| e.parse().ok())
         .unwrap_or(0);
-    // Mantissa digits without the dot: "5.5332" -> "55332".
-    let mut digits = [0u8; 32];
+    let mant = &s[..epos];
+    let point = mant.iter().position(|&c| c == b'.').unwrap_or(mant.len()) as i32;
+    let mut digits = [0u8; 40];
     let mut n = 0;
-    for &c in mant {
-        if c.is_ascii_digit() && n < digits.len() {
+    let mut lead_zeros = 0i32;
+    for &c in mant.iter().filter(|c| c.is_ascii_digit()) {
+        if n == 0 && c == b'0' {
+            lead_zeros += 1;
+        } else if n < digits.len() {
             digits[n] = c;
             n += 1;
         }
     }
-    if n == 0 {
+    while n > 1 && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    let exp = if n == 0 {
         digits[0] = b'0';
         n = 1;
-    }
+        0
+    } else {
+        point - lead_zeros - 1 + e10
+    };
     let d = &digits[..n];
     if neg {
         out.push(b'-');
