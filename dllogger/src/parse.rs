@@ -6,6 +6,7 @@
 //! bare tokens `NaN`, `Infinity`, `-Infinity`, which strict JSON parsers reject.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use memchr::memmem;
 
@@ -48,6 +49,14 @@ pub(crate) struct Outcome {
 
 const MARKER: &[u8] = b"TCAPPDLL ";
 
+/// Substring searchers built once: building one costs more than a short search.
+static MARKER_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(MARKER));
+static DASH_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b" - "));
+static LOSS_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"loss "));
+
 /// Parses `line`, pushing records to `out` and METADATA entries to `on_meta`.
 pub(crate) fn parse_line_into(
     line: &[u8],
@@ -56,7 +65,7 @@ pub(crate) fn parse_line_into(
 ) -> Outcome {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut oc = Outcome::default();
-    let finder = memmem::Finder::new(MARKER);
+    let finder = &*MARKER_FINDER;
     if let Some(first) = finder.find(line) {
         // Every `TCAPPDLL ` starts a segment: ranks writing at once glue lines together.
         let mut pos = first;
@@ -130,7 +139,7 @@ pub(crate) fn parse_line_into(
 /// The ModelZoo loss.py fallback `loss ([\d\.e-]+)`: the first `loss ` followed by such a
 /// token that is a number.
 fn plain_loss(line: &[u8]) -> Option<f64> {
-    for at in memmem::find_iter(line, b"loss ") {
+    for at in LOSS_FINDER.find_iter(line) {
         let tail = &line[at + 5..];
         let n = tail
             .iter()
@@ -244,7 +253,7 @@ fn empty_record() -> Record {
 // tcap stdout: `<datetime> - Epoch: E Iteration: I  rank : R  k : v unit  k : v`
 
 fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Result<(), ()> {
-    let dash = memmem::find(seg, b" - ").ok_or(())?;
+    let dash = DASH_FINDER.find(seg).ok_or(())?;
     // The datetime (`2025-05-15 14:20:10.934968`) starts with a digit and is short.
     if dash > 40 || !seg.first().is_some_and(u8::is_ascii_digit) {
         return Err(());

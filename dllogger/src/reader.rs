@@ -1,6 +1,6 @@
 //! Streaming reader: any training log in, [`Record`]s out, in one pass and bounded memory.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -120,6 +120,15 @@ pub enum ReadError {
     },
 }
 
+/// A placeholder left where a record was moved out (allocates nothing).
+const EMPTY: Record = Record {
+    epoch: None,
+    iteration: None,
+    val_iteration: None,
+    rank: 0,
+    metrics: Vec::new(),
+};
+
 /// Lines longer than this are counted malformed and passed over without being held whole.
 pub const DEFAULT_MAX_LINE: usize = 1 << 20;
 
@@ -137,7 +146,9 @@ pub struct LogReader<R: BufRead> {
     line: Vec<u8>,
     overlong: bool,
     max_line: usize,
-    pending: VecDeque<(LogFormat, Record)>,
+    pending: Vec<(LogFormat, Record)>,
+    /// Index of the next record of `pending` to hand out.
+    next_pending: usize,
     stats: ReadStats,
     metadata: BTreeMap<String, Metadata>,
     error: Option<io::Error>,
@@ -163,7 +174,8 @@ impl<R: BufRead> LogReader<R> {
             line: Vec::new(),
             overlong: false,
             max_line: DEFAULT_MAX_LINE,
-            pending: VecDeque::new(),
+            pending: Vec::new(),
+            next_pending: 0,
             stats: ReadStats::default(),
             metadata: BTreeMap::new(),
             error: None,
@@ -208,9 +220,17 @@ impl<R: BufRead> LogReader<R> {
     /// The next record with the format that produced it.
     pub fn next_tagged(&mut self) -> Option<(LogFormat, Record)> {
         loop {
-            if let Some(r) = self.pending.pop_front() {
-                return Some(r);
+            if self.next_pending < self.pending.len() {
+                let i = self.next_pending;
+                self.next_pending += 1;
+                // Records are moved out; the emptied slot is cleared with the batch below.
+                return Some(std::mem::replace(
+                    &mut self.pending[i],
+                    (LogFormat::PlainLoss, EMPTY),
+                ));
             }
+            self.pending.clear();
+            self.next_pending = 0;
             if self.done {
                 return None;
             }
@@ -296,7 +316,7 @@ fn append_capped(line: &mut Vec<u8>, overlong: &mut bool, max: usize, part: &[u8
 fn finish_line(
     line: &mut Vec<u8>,
     overlong: &mut bool,
-    pending: &mut VecDeque<(LogFormat, Record)>,
+    pending: &mut Vec<(LogFormat, Record)>,
     stats: &mut ReadStats,
     metadata: &mut BTreeMap<String, Metadata>,
 ) {
@@ -312,30 +332,29 @@ fn finish_line(
 
 fn process(
     line: &[u8],
-    pending: &mut VecDeque<(LogFormat, Record)>,
+    pending: &mut Vec<(LogFormat, Record)>,
     stats: &mut ReadStats,
     metadata: &mut BTreeMap<String, Metadata>,
 ) {
     stats.lines += 1;
-    let mut out = Vec::new();
-    let oc = parse_line_into(line, &mut out, &mut |k, md| {
+    let before = pending.len();
+    let oc = parse_line_into(line, pending, &mut |k, md| {
         if metadata.len() < MAX_METADATA || metadata.contains_key(&k) {
             metadata.insert(k, md);
         }
     });
     if oc.malformed {
         stats.malformed += 1;
-    } else if !out.is_empty() {
+    } else if pending.len() > before {
         stats.record_lines += 1;
     } else if oc.meta {
         stats.metadata += 1;
     } else {
         stats.skipped += 1;
     }
-    stats.records += out.len() as u64;
-    for (f, r) in out {
-        stats.formats.bump(f);
-        pending.push_back((f, r));
+    stats.records += (pending.len() - before) as u64;
+    for (f, _) in &pending[before..] {
+        stats.formats.bump(*f);
     }
 }
 
