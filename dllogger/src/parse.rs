@@ -703,7 +703,7 @@ struct PyScanner<'a> {
     i: usize,
 }
 
-impl PyScanner<'_> {
+impl<'a> PyScanner<'a> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -720,15 +720,23 @@ impl PyScanner<'_> {
 
     /// A Python string literal in `'...'` or `"..."`, escapes resolved (enough for keys and
     /// numbers: `\\`, `\'`, `\"`, `\n`, `\t`, `\r`, `\xNN`; others are kept as written).
-    fn string(&mut self) -> Result<Vec<u8>, ()> {
+    fn string(&mut self) -> Result<Cow<'a, [u8]>, ()> {
         let q = self.next().ok_or(())?;
         if q != b'\'' && q != b'"' {
             return Err(());
         }
-        let mut out = Vec::new();
+        let b: &'a [u8] = self.b;
+        let rest = &b[self.i..];
+        let end = memchr::memchr2(q, b'\\', rest).ok_or(())?;
+        if rest[end] == q {
+            self.i += end + 1;
+            return Ok(Cow::Borrowed(&rest[..end]));
+        }
+        let mut out = rest[..end].to_vec();
+        self.i += end;
         loop {
             match self.next().ok_or(())? {
-                c if c == q => return Ok(out),
+                c if c == q => return Ok(Cow::Owned(out)),
                 b'\\' => match self.next().ok_or(())? {
                     b'n' => out.push(b'\n'),
                     b't' => out.push(b'\t'),
