@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod codegen;
+pub mod scaffold;
 pub mod spec;
 
 pub use cli::{build_command, ArgValue, ResolvedArg, ResolvedArgs};

@@ -1,10 +1,70 @@
-//! `modelzoo new` — not implemented yet.
+//! `modelzoo new <name> --kind python|rust`: scaffold a model directory in ModelZoo shape from
+//! the templates in run_scripts-template/, plus its model.yaml entry. Never overwrites.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use run_scripts_template::scaffold::{self, Kind, NewModel};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`modelzoo new` is not implemented yet")
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum KindArg {
+    /// Tecorigin ModelZoo layout: run_scripts/ with argument.py, formate_cmd.py, run_<name>.py.
+    Python,
+    /// A Rust model crate of this repository with a run_<name> binary.
+    Rust,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Model name: lowercase letters, digits, `_` (the command becomes run_<name>).
+    name: String,
+    /// Which layout to create.
+    #[arg(long, value_enum)]
+    kind: KindArg,
+    /// ModelZoo category; a Python model is created under <root>/<category>/<name>.
+    #[arg(long, default_value = "Classification")]
+    category: String,
+    /// Zoo root: holds model_config/model.yaml (created when missing).
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// List what would be created and the model.yaml entry; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let req = NewModel {
+        name: args.name,
+        kind: match args.kind {
+            KindArg::Python => Kind::Python,
+            KindArg::Rust => Kind::Rust,
+        },
+        category: args.category,
+        root: args.root,
+    };
+    let plan = scaffold::plan(&req)?;
+    let verb = if args.dry_run {
+        "would create"
+    } else {
+        "created"
+    };
+    if !args.dry_run {
+        scaffold::apply(&plan)?;
+    }
+    for (path, _) in &plan.files {
+        println!("{verb} {}", path.display());
+    }
+    println!(
+        "{} entry `{}` in {}",
+        if args.dry_run { "would add" } else { "added" },
+        plan.entry.name,
+        plan.model_yaml.display()
+    );
+    if req.kind == Kind::Rust && !args.dry_run {
+        println!(
+            "next: add \"{}\" to [workspace] members in the root Cargo.toml",
+            plan.entry.path
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
