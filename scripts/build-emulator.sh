@@ -1,3 +1,69 @@
 #!/usr/bin/env bash
-# Placeholder until the SDAA emulator lands: nothing to build yet.
-exit 0
+# Build the SDAA emulator (device-sdaa/emulator/) into target/sdaa-emulator/lib64/:
+# stand-ins for libsdaart, libtecodnn, libtecoblas, libtccl, libsdpti, libtecodnn_ext,
+# libtecorand and the torch plugin libtorch_sdaa.so. FOR TESTS AND THE DEMO ONLY — it is not
+# SDAA hardware. Use it with SDAA_HOME=target/sdaa-emulator.
+#
+# libtorch: $LIBTORCH if set, else the torch in .venv (as `make` uses). Rebuilds only what
+# changed (make-style timestamps).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+src="$root/device-sdaa/emulator"
+out="$root/target/sdaa-emulator/lib64"
+mkdir -p "$out"
+
+if [[ -n "${LIBTORCH:-}" ]]; then
+    torch_lib="$LIBTORCH/lib"
+    torch_inc="$LIBTORCH/include"
+else
+    torch_lib="$root/.venv/lib/python3.11/site-packages/torch/lib"
+    if [[ ! -d "$torch_lib" ]]; then
+        torch_lib="$("$root/.venv/bin/python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)"
+    fi
+    torch_inc="$torch_lib/../include"
+fi
+if [[ ! -f "$torch_lib/libtorch_cpu.so" ]]; then
+    echo "build-emulator: libtorch not found (looked in $torch_lib); run 'make setup' or set LIBTORCH" >&2
+    exit 1
+fi
+
+cflags=(-O2 -fPIC -shared -fvisibility=hidden -Wall)
+
+# $1 = output, rest = sources that trigger a rebuild, then -- and the compiler command.
+needs() {
+    local target="$1"; shift
+    [[ -f "$target" ]] || return 0
+    local f
+    for f in "$@"; do [[ "$f" -nt "$target" ]] && return 0; done
+    return 1
+}
+
+build_c() { # name source [defines...]
+    local name="$1" source="$2"; shift 2
+    if needs "$out/$name" "$src/$source" "$0"; then
+        echo "build-emulator: $name"
+        gcc "${cflags[@]}" -Wl,-soname,"$name" "$@" -o "$out/$name.tmp" "$src/$source" -lpthread -lrt
+        mv "$out/$name.tmp" "$out/$name"
+    fi
+}
+
+build_c libsdaart.so sdaart.c
+build_c libtccl.so tccl.c
+build_c libtecodnn.so versions.c -DEMU_TECODNN
+build_c libtecoblas.so versions.c -DEMU_TECOBLAS
+build_c libsdpti.so versions.c -DEMU_SDPTI
+build_c libtecodnn_ext.so versions.c -DEMU_TECODNN_EXT
+build_c libtecorand.so versions.c -DEMU_TECORAND
+
+plugin="$out/libtorch_sdaa.so"
+if needs "$plugin" "$src/torch_sdaa_plugin.cpp" "$out/libsdaart.so" "$0"; then
+    echo "build-emulator: libtorch_sdaa.so (C++ against libtorch, ~1 min)"
+    g++ -O1 -fPIC -shared -std=c++17 -D_GLIBCXX_USE_CXX11_ABI=1 \
+        -I"$torch_inc" -I"$torch_inc/torch/csrc/api/include" \
+        -Wl,-soname,libtorch_sdaa.so -o "$plugin.tmp" "$src/torch_sdaa_plugin.cpp" \
+        -L"$out" -lsdaart -L"$torch_lib" -ltorch_cpu -lc10 \
+        -Wl,-rpath,'$ORIGIN' -Wl,-rpath,"$torch_lib"
+    mv "$plugin.tmp" "$plugin"
+fi
+echo "build-emulator: SDAA EMULATOR ready in $out (use SDAA_HOME=${out%/lib64})"

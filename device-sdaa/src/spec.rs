@@ -41,7 +41,10 @@ pub struct ParseDeviceError {
 }
 
 impl DeviceSpec {
-    pub const CPU: DeviceSpec = DeviceSpec { kind: DeviceKind::Cpu, index: None };
+    pub const CPU: DeviceSpec = DeviceSpec {
+        kind: DeviceKind::Cpu,
+        index: None,
+    };
 
     /// The ordinal to use: the explicit one, else 0.
     pub fn ordinal(&self) -> usize {
@@ -53,7 +56,9 @@ impl FromStr for DeviceSpec {
     type Err = ParseDeviceError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || ParseDeviceError { input: s.to_string() };
+        let err = || ParseDeviceError {
+            input: s.to_string(),
+        };
         let lower = s.trim().to_ascii_lowercase();
         let (name, index) = match lower.split_once(':') {
             Some((name, idx)) => {
@@ -93,20 +98,34 @@ mod tests {
         assert_eq!("cpu".parse::<DeviceSpec>().unwrap(), DeviceSpec::CPU);
         assert_eq!(
             " CUDA:3 ".parse::<DeviceSpec>().unwrap(),
-            DeviceSpec { kind: DeviceKind::Cuda, index: Some(3) }
+            DeviceSpec {
+                kind: DeviceKind::Cuda,
+                index: Some(3)
+            }
         );
         assert_eq!(
             "Sdaa".parse::<DeviceSpec>().unwrap(),
-            DeviceSpec { kind: DeviceKind::Sdaa, index: None }
+            DeviceSpec {
+                kind: DeviceKind::Sdaa,
+                index: None
+            }
         );
-        assert_eq!("sdaa:0".parse::<DeviceSpec>().unwrap().to_string(), "sdaa:0");
+        assert_eq!(
+            "sdaa:0".parse::<DeviceSpec>().unwrap().to_string(),
+            "sdaa:0"
+        );
     }
 
     #[test]
     fn rejects_everything_else_listing_accepted_forms() {
-        for bad in ["", "gpu", "cuda:", "cuda:-1", "cuda:x", "cpu:0", "mlu", "sdaa:1:2", "cuda 0"] {
+        for bad in [
+            "", "gpu", "cuda:", "cuda:-1", "cuda:x", "cpu:0", "mlu", "sdaa:1:2", "cuda 0",
+        ] {
             let e = bad.parse::<DeviceSpec>().unwrap_err();
-            assert!(e.to_string().contains("cpu, cuda, cuda:N, sdaa, sdaa:N"), "{bad}: {e}");
+            assert!(
+                e.to_string().contains("cpu, cuda, cuda:N, sdaa, sdaa:N"),
+                "{bad}: {e}"
+            );
         }
     }
 }

@@ -1,0 +1,161 @@
+/* SDAA EMULATOR — libsdaart.so stand-in for tests and the demo. NOT SDAA hardware.
+ *
+ * The CUDA-like runtime API subset device-sdaa uses (see device-sdaa/src/bindings.rs), with
+ * "device memory" in host memory. Configuration:
+ *   SDAA_EMULATOR_DEVICES    number of devices (default 2)
+ *   SDAA_EMULATOR_MEMORY_MB  memory per device in MiB (default 16384); allocations past it
+ *                            fail with sdaaErrorMemoryAllocation, like a full card. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_DEVICES 64
+#define HEADER 64 /* keeps returned pointers 64-byte aligned; holds size + device */
+
+enum {
+  sdaaSuccess = 0,
+  sdaaErrorInvalidValue = 1,
+  sdaaErrorMemoryAllocation = 2,
+  sdaaErrorInvalidDevice = 101,
+};
+
+static __thread int current_device = 0;
+static size_t used[MAX_DEVICES];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long env_long(const char* name, long dflt, long lo, long hi) {
+  const char* v = getenv(name);
+  if (v == NULL || *v == 0) return dflt;
+  char* end = NULL;
+  long x = strtol(v, &end, 10);
+  if (*end != 0 || x < lo || x > hi) return dflt;
+  return x;
+}
+
+static int device_count(void) { return (int)env_long("SDAA_EMULATOR_DEVICES", 2, 0, MAX_DEVICES); }
+static size_t total_bytes(void) {
+  return (size_t)env_long("SDAA_EMULATOR_MEMORY_MB", 16384, 1, 1L << 30) << 20;
+}
+
+EXPORT int sdaaGetDeviceCount(int* count) {
+  if (count == NULL) return sdaaErrorInvalidValue;
+  *count = device_count();
+  return sdaaSuccess;
+}
+
+EXPORT int sdaaSetDevice(int device) {
+  if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  current_device = device;
+  return sdaaSuccess;
+}
+
+EXPORT int sdaaGetDevice(int* device) {
+  if (device == NULL) return sdaaErrorInvalidValue;
+  *device = current_device;
+  return sdaaSuccess;
+}
+
+EXPORT int sdaaDeviceSynchronize(void) { return sdaaSuccess; /* host memory: always in sync */ }
+
+EXPORT int sdaaMemGetInfo(size_t* free_bytes, size_t* total) {
+  if (free_bytes == NULL || total == NULL) return sdaaErrorInvalidValue;
+  size_t t = total_bytes();
+  pthread_mutex_lock(&lock);
+  size_t u = used[current_device];
+  pthread_mutex_unlock(&lock);
+  *total = t;
+  *free_bytes = u > t ? 0 : t - u;
+  return sdaaSuccess;
+}
+
+/* Allocate on the current device (or `device` when >= 0). */
+EXPORT int sdaaMallocOnDevice(void** ptr, size_t size, int device) {
+  if (ptr == NULL) return sdaaErrorInvalidValue;
+  if (device < 0) device = current_device;
+  if (device >= device_count()) return sdaaErrorInvalidDevice;
+  *ptr = NULL;
+  if (size == 0) return sdaaSuccess;
+  pthread_mutex_lock(&lock);
+  if (used[device] + size > total_bytes()) {
+    pthread_mutex_unlock(&lock);
+    return sdaaErrorMemoryAllocation;
+  }
+  used[device] += size;
+  pthread_mutex_unlock(&lock);
+  void* raw = NULL;
+  if (posix_memalign(&raw, HEADER, size + HEADER) != 0) {
+    pthread_mutex_lock(&lock);
+    used[device] -= size;
+    pthread_mutex_unlock(&lock);
+    return sdaaErrorMemoryAllocation;
+  }
+  ((size_t*)raw)[0] = size;
+  ((size_t*)raw)[1] = (size_t)device;
+  *ptr = (char*)raw + HEADER;
+  return sdaaSuccess;
+}
+
+EXPORT int sdaaMalloc(void** ptr, size_t size) { return sdaaMallocOnDevice(ptr, size, -1); }
+
+EXPORT int sdaaFree(void* ptr) {
+  if (ptr == NULL) return sdaaSuccess;
+  char* raw = (char*)ptr - HEADER;
+  size_t size = ((size_t*)raw)[0];
+  size_t device = ((size_t*)raw)[1];
+  pthread_mutex_lock(&lock);
+  used[device] -= size;
+  pthread_mutex_unlock(&lock);
+  free(raw);
+  return sdaaSuccess;
+}
+
+/* kind is ignored: every emulated pointer is host-addressable. */
+EXPORT int sdaaMemcpy(void* dst, const void* src, size_t count, int kind) {
+  (void)kind;
+  if (count && (dst == NULL || src == NULL)) return sdaaErrorInvalidValue;
+  memmove(dst, src, count);
+  return sdaaSuccess;
+}
+
+EXPORT int sdaaMemset(void* dst, int value, size_t count) {
+  if (count && dst == NULL) return sdaaErrorInvalidValue;
+  memset(dst, value, count);
+  return sdaaSuccess;
+}
+
+EXPORT int sdaaDriverGetVersion(int* v) {
+  if (v == NULL) return sdaaErrorInvalidValue;
+  *v = 2011;
+  return sdaaSuccess;
+}
+EXPORT int sdaaRuntimeGetVersion(int* v) {
+  if (v == NULL) return sdaaErrorInvalidValue;
+  *v = 2010;
+  return sdaaSuccess;
+}
+EXPORT const char* sdaaDriverGetVersionString(void) { return "2.1.1-emulator"; }
+EXPORT const char* sdaaRuntimeGetVersionString(void) { return "2.1.0-emulator"; }
+
+/* Writes the device name into the first 256 bytes (cudaDeviceProp layout starts so). */
+EXPORT int sdaaGetDeviceProperties(void* prop, int device) {
+  if (prop == NULL) return sdaaErrorInvalidValue;
+  if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  memset(prop, 0, 256);
+  snprintf((char*)prop, 256, "SDAA emulator device %d", device);
+  return sdaaSuccess;
+}
+
+EXPORT const char* sdaaGetErrorString(int error) {
+  switch (error) {
+    case sdaaSuccess: return "no error (SDAA emulator)";
+    case sdaaErrorInvalidValue: return "invalid argument (SDAA emulator)";
+    case sdaaErrorMemoryAllocation:
+      return "out of memory: SDAA_EMULATOR_MEMORY_MB exceeded (SDAA emulator)";
+    case sdaaErrorInvalidDevice:
+      return "invalid device ordinal: see SDAA_EMULATOR_DEVICES (SDAA emulator)";
+    default: return "unknown error (SDAA emulator)";
+  }
+}

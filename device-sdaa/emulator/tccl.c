@@ -1,0 +1,244 @@
+/* SDAA EMULATOR — libtccl.so stand-in. NOT SDAA hardware and not the real TCCL.
+ *
+ * The NCCL-like API subset device-sdaa uses, with real data exchange between the processes
+ * of one host through POSIX shared memory: the unique id names a shared-memory segment, each
+ * rank owns a 4 MiB slot in it, and collectives run chunk by chunk between barriers. Reduction
+ * order is rank 0, 1, ... on every rank, so all ranks get bit-identical results.
+ * TCCL_EMULATOR_TIMEOUT_S (default 300) bounds every wait: a missing rank gives an error,
+ * never a hang. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define SLOT_BYTES (4u << 20)
+#define MAGIC "mz-tccl-emulator"
+
+enum {
+  tcclSuccess = 0,
+  tcclSystemError = 2,
+  tcclInternalError = 3,
+  tcclInvalidArgument = 4,
+  tcclInvalidUsage = 5,
+  tcclTimeout = 8,
+};
+
+typedef struct { char internal[128]; } tcclUniqueId;
+
+typedef struct {
+  _Atomic int joined;
+  _Atomic int count;
+  _Atomic int generation;
+  _Atomic int nranks;
+} header_t;
+
+typedef struct {
+  char name[128];
+  header_t* hdr;
+  char* slots;
+  size_t map_bytes;
+  int nranks, rank;
+} comm_t;
+
+static const size_t HDR_BYTES = 4096;
+
+static double timeout_s(void) {
+  const char* v = getenv("TCCL_EMULATOR_TIMEOUT_S");
+  double t = v ? atof(v) : 0;
+  return t > 0 ? t : 300;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void pause_briefly(unsigned spins) {
+  if (spins < 64) return;
+  struct timespec ts = {0, spins < 4096 ? 2000 : 50000};
+  nanosleep(&ts, NULL);
+}
+
+static int barrier(comm_t* c) {
+  int gen = atomic_load(&c->hdr->generation);
+  if (atomic_fetch_add(&c->hdr->count, 1) == c->nranks - 1) {
+    atomic_store(&c->hdr->count, 0);
+    atomic_fetch_add(&c->hdr->generation, 1);
+    return tcclSuccess;
+  }
+  double deadline = now_s() + timeout_s();
+  for (unsigned spins = 0; atomic_load(&c->hdr->generation) == gen; spins++) {
+    pause_briefly(spins);
+    if ((spins & 255) == 0 && now_s() > deadline) return tcclTimeout;
+  }
+  return tcclSuccess;
+}
+
+EXPORT int tcclGetVersion(int* v) {
+  if (v == NULL) return tcclInvalidArgument;
+  *v = 12300;
+  return tcclSuccess;
+}
+EXPORT const char* tcclGetVersionString(void) { return "1.23.0-emulator"; }
+
+EXPORT const char* tcclGetErrorString(int r) {
+  switch (r) {
+    case tcclSuccess: return "no error (TCCL emulator)";
+    case tcclSystemError: return "system error: shared memory unavailable (TCCL emulator)";
+    case tcclInternalError: return "internal error (TCCL emulator)";
+    case tcclInvalidArgument:
+      return "invalid argument: bad rank/size, or a dtype the emulator lacks (fp16/bf16) (TCCL emulator)";
+    case tcclInvalidUsage: return "invalid usage: ranks disagree on the world size (TCCL emulator)";
+    case tcclTimeout:
+      return "timed out waiting for the other ranks (TCCL_EMULATOR_TIMEOUT_S) (TCCL emulator)";
+    default: return "unknown error (TCCL emulator)";
+  }
+}
+
+EXPORT int tcclGetUniqueId(tcclUniqueId* id) {
+  if (id == NULL) return tcclInvalidArgument;
+  memset(id, 0, sizeof *id);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned seed = (unsigned)(ts.tv_nsec ^ getpid());
+  snprintf(id->internal, sizeof id->internal, "%s:/mz_tccl_%d_%lld_%u", MAGIC, (int)getpid(),
+           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, rand_r(&seed));
+  return tcclSuccess;
+}
+
+EXPORT int tcclCommInitRank(void** comm, int nranks, tcclUniqueId id, int rank) {
+  if (comm == NULL || nranks < 1 || rank < 0 || rank >= nranks) return tcclInvalidArgument;
+  size_t magic_len = strlen(MAGIC);
+  if (strncmp(id.internal, MAGIC ":", magic_len + 1) != 0) return tcclInvalidArgument;
+  comm_t* c = calloc(1, sizeof *c);
+  if (c == NULL) return tcclSystemError;
+  snprintf(c->name, sizeof c->name, "%.*s", (int)(sizeof id.internal - magic_len - 1), id.internal + magic_len + 1);
+  c->nranks = nranks;
+  c->rank = rank;
+  c->map_bytes = HDR_BYTES + (size_t)nranks * SLOT_BYTES;
+  int fd = shm_open(c->name, O_CREAT | O_RDWR, 0600);
+  if (fd < 0) { free(c); return tcclSystemError; }
+  if (ftruncate(fd, (off_t)c->map_bytes) != 0) { close(fd); free(c); return tcclSystemError; }
+  void* base = mmap(NULL, c->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) { free(c); return tcclSystemError; }
+  c->hdr = base;
+  c->slots = (char*)base + HDR_BYTES;
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&c->hdr->nranks, &expected, nranks) && expected != nranks) {
+    munmap(base, c->map_bytes);
+    free(c);
+    return tcclInvalidUsage;
+  }
+  atomic_fetch_add(&c->hdr->joined, 1);
+  int r = barrier(c);
+  /* Every rank has mapped the segment: its name is no longer needed. */
+  if (rank == 0 || r != tcclSuccess) shm_unlink(c->name);
+  if (r != tcclSuccess) {
+    munmap(base, c->map_bytes);
+    free(c);
+    return r;
+  }
+  *comm = c;
+  return tcclSuccess;
+}
+
+EXPORT int tcclCommDestroy(void* comm) {
+  comm_t* c = comm;
+  if (c == NULL) return tcclInvalidArgument;
+  munmap(c->hdr, c->map_bytes);
+  free(c);
+  return tcclSuccess;
+}
+
+static size_t dtype_size(int dtype) {
+  switch (dtype) {
+    case 0: case 1: return 1;
+    case 2: case 3: case 7: return 4;
+    case 4: case 5: case 8: return 8;
+    default: return 0; /* 6 fp16, 9 bf16: not emulated */
+  }
+}
+
+#define REDUCE(T)                                                              \
+  {                                                                            \
+    T* o = (T*)out;                                                            \
+    for (size_t i = 0; i < n; i++) {                                           \
+      T acc = ((const T*)(c->slots))[i];                                       \
+      for (int r = 1; r < c->nranks; r++) {                                    \
+        T x = ((const T*)(c->slots + (size_t)r * SLOT_BYTES))[i];              \
+        switch (op) {                                                          \
+          case 0: case 4: acc = acc + x; break;                                \
+          case 1: acc = acc * x; break;                                        \
+          case 2: acc = x > acc ? x : acc; break;                              \
+          case 3: acc = x < acc ? x : acc; break;                              \
+        }                                                                      \
+      }                                                                        \
+      if (op == 4) acc = (T)(acc / (T)c->nranks);                              \
+      o[i] = acc;                                                              \
+    }                                                                          \
+  }
+
+static void reduce_chunk(comm_t* c, void* out, size_t n, int dtype, int op) {
+  switch (dtype) {
+    case 0: REDUCE(int8_t) break;
+    case 1: REDUCE(uint8_t) break;
+    case 2: REDUCE(int32_t) break;
+    case 3: REDUCE(uint32_t) break;
+    case 4: REDUCE(int64_t) break;
+    case 5: REDUCE(uint64_t) break;
+    case 7: REDUCE(float) break;
+    case 8: REDUCE(double) break;
+  }
+}
+
+EXPORT int tcclAllReduce(const void* send, void* recv, size_t count, int dtype, int op,
+                         void* comm, void* stream) {
+  (void)stream;
+  comm_t* c = comm;
+  size_t es = dtype_size(dtype);
+  if (c == NULL || es == 0 || op < 0 || op > 4) return tcclInvalidArgument;
+  if (count && (send == NULL || recv == NULL)) return tcclInvalidArgument;
+  size_t per_chunk = SLOT_BYTES / es;
+  for (size_t off = 0; off < count; off += per_chunk) {
+    size_t n = count - off < per_chunk ? count - off : per_chunk;
+    memcpy(c->slots + (size_t)c->rank * SLOT_BYTES, (const char*)send + off * es, n * es);
+    int r = barrier(c);
+    if (r != tcclSuccess) return r;
+    reduce_chunk(c, (char*)recv + off * es, n, dtype, op);
+    if ((r = barrier(c)) != tcclSuccess) return r;
+  }
+  return tcclSuccess;
+}
+
+EXPORT int tcclBroadcast(const void* send, void* recv, size_t count, int dtype, int root,
+                         void* comm, void* stream) {
+  (void)stream;
+  comm_t* c = comm;
+  size_t es = dtype_size(dtype);
+  if (c == NULL || es == 0 || root < 0 || root >= c->nranks) return tcclInvalidArgument;
+  if (count && recv == NULL) return tcclInvalidArgument;
+  size_t per_chunk = SLOT_BYTES / es;
+  for (size_t off = 0; off < count; off += per_chunk) {
+    size_t n = count - off < per_chunk ? count - off : per_chunk;
+    if (c->rank == root) {
+      if (send == NULL) return tcclInvalidArgument;
+      memcpy(c->slots, (const char*)send + off * es, n * es);
+    }
+    int r = barrier(c);
+    if (r != tcclSuccess) return r;
+    memmove((char*)recv + off * es, c->slots, n * es);
+    if ((r = barrier(c)) != tcclSuccess) return r;
+  }
+  return tcclSuccess;
+}
