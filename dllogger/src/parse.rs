@@ -66,9 +66,37 @@ pub(crate) fn parse_line_into(
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut oc = Outcome::default();
     let finder = &*MARKER_FINDER;
-    if let Some(first) = finder.find(line) {
+    // A line that starts with a JSON object (`DLLL {`, `INFO {"`) is parsed as JSON first, so
+    // a `TCAPPDLL ` quoted inside its strings does not start a segment.
+    let lead = line
+        .iter()
+        .position(|&c| c != b' ' && c != b'\t')
+        .unwrap_or(line.len());
+    let rest = &line[lead..];
+    let json_start = if let Some(json) = rest.strip_prefix(b"DLLL ") {
+        let j = json.iter().position(|&c| c != b' ').unwrap_or(json.len());
+        Some((lead + 5 + j, Flavor::Nvidia))
+    } else if rest.starts_with(b"INFO {\"") {
+        Some((lead + 5, Flavor::Tcap))
+    } else {
+        None
+    };
+    let mut from = 0;
+    if let Some((start, flavor)) = json_start {
+        match parse_json_line(&line[start..], flavor, out, on_meta) {
+            Ok((consumed, meta)) => {
+                oc.meta |= meta;
+                from = start + consumed;
+            }
+            Err(()) => {
+                oc.malformed = true;
+                return oc;
+            }
+        }
+    }
+    if let Some(first) = finder.find(&line[from..]) {
         // Every `TCAPPDLL ` starts a segment: ranks writing at once glue lines together.
-        let mut pos = first;
+        let mut pos = from + first;
         while pos < line.len() {
             let body = &line[pos + MARKER.len()..];
             let body_start = pos + MARKER.len();
@@ -101,24 +129,7 @@ pub(crate) fn parse_line_into(
         }
         return oc;
     }
-    let lead = line
-        .iter()
-        .position(|&c| c != b' ' && c != b'\t')
-        .unwrap_or(line.len());
-    let rest = &line[lead..];
-    if let Some(json) = rest.strip_prefix(b"DLLL ") {
-        let j = json.iter().position(|&c| c != b' ').unwrap_or(json.len());
-        match parse_json_line(&json[j..], Flavor::Nvidia, out, on_meta) {
-            Ok((_, meta)) => oc.meta |= meta,
-            Err(()) => oc.malformed = true,
-        }
-        return oc;
-    }
-    if rest.starts_with(b"INFO {\"") {
-        match parse_json_line(&rest[5..], Flavor::Tcap, out, on_meta) {
-            Ok((_, meta)) => oc.meta |= meta,
-            Err(()) => oc.malformed = true,
-        }
+    if json_start.is_some() {
         return oc;
     }
     if let Some(v) = plain_loss(line) {

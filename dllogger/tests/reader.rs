@@ -385,3 +385,18 @@ fn io_error_is_reported_not_swallowed() {
     );
     assert!(r.next().is_none());
 }
+
+#[test]
+fn marker_quoted_inside_json_is_not_a_record() {
+    // `logger.info(a_log_line)` writes an INFO line whose text holds `TCAPPDLL ... : ...`.
+    let info = br#"INFO {"local_rank": 0, "datetime": "2025-01-01 00:00:00.1", "type": "INFO", "data": "TCAPPDLL 2025-01-01 00:00:00.1 - Epoch: 0 Iteration: 1  train.loss : 9.0 "}"#;
+    assert_eq!(parse_line(info), LineParse::Skipped);
+    let (_, s) = read_all(info);
+    assert_eq!((s.metadata, s.records), (1, 0));
+    let tcap = br#"TCAPPDLL {"type": "LOG", "step": [0, 1], "data": {"train.loss": 1.0, "note": "TCAPPDLL x - a : 2"}}"#;
+    let LineParse::Records(r) = parse_line(tcap) else {
+        panic!()
+    };
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].metrics, vec![("train.loss".to_owned(), 1.0)]);
+}
