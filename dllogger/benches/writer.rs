@@ -29,6 +29,30 @@ fn bench(c: &mut Criterion) {
         })
     });
     log.flush();
+    // The Python reference's exact workload: 100k logs of the same values to a fresh file.
+    let mut g = c.benchmark_group("writer_100k");
+    g.sample_size(10);
+    g.bench_function("log_100k_json_file", |b| {
+        b.iter(|| {
+            let backend = JsonStreamBackend::create(Verbosity::Verbose, &path).expect("JSON log");
+            let mut log = Logger::new(vec![Box::new(backend)]).with_rank(None);
+            for i in 0..100_000u64 {
+                let loss = 1.0 / (1.0 + i as f64);
+                log.log(
+                    (i / 1000, i % 1000),
+                    &[
+                        ("train.loss", loss.into()),
+                        ("train.ips", (23350.335421016007 + loss).into()),
+                        ("train.lr", 0.1f64.into()),
+                        ("train.total_time", (i as f64 * 0.0125).into()),
+                    ],
+                    Verbosity::Default,
+                );
+            }
+            log.finish().expect("JSON log written");
+        })
+    });
+    g.finish();
     // The JSON line built and buffered, but written to a sink: the cost without file I/O.
     let mut js = Logger::new(vec![Box::new(JsonStreamBackend::with_writer(
         Verbosity::Verbose,

@@ -13,8 +13,8 @@ median() { # criterion's median estimate of a benchmark, in ns
     python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['median']['point_estimate'])" \
         "$target/criterion/$1/new/estimates.json"
 }
-cargo bench -p dllogger --bench writer 2>&1 | grep -E '^log|time:'
-for b in log_4_metrics_json_file log_4_metrics_json_to_sink log_4_metrics_stdout_format_to_sink; do
+cargo bench -p dllogger --bench writer 2>&1 | grep -E '^log|^writer|time:'
+for b in log_4_metrics_json_file writer_100k/log_100k_json_file log_4_metrics_json_to_sink log_4_metrics_stdout_format_to_sink; do
     printf '%s median: %.0f ns\n' "$b" "$(median "$b")"
 done
 python3 scripts/bench/dllogger_writer_ref.py 100000
