@@ -373,6 +373,9 @@ pub struct Figures {
     pub max_rel_err: Extreme,
     /// Steps whose baseline value is 0 (left out of the relative figures).
     pub zero_baseline_steps: usize,
+    /// Steps where either value is NaN or infinite (a diverged run): they poison the means,
+    /// so any such step makes both rules fail.
+    pub non_finite_steps: usize,
     /// Steps averaged for the final value.
     pub tail: usize,
     pub final_baseline: f64,
@@ -484,6 +487,17 @@ pub fn compare(
         warnings.push(format!(
             "{} step(s) have a baseline value of 0 and are left out of the relative figures",
             figures.zero_baseline_steps
+        ));
+    }
+    if figures.non_finite_steps > 0 {
+        let first = pairs
+            .iter()
+            .find(|p| !(p.baseline.is_finite() && p.candidate.is_finite()))
+            .map(|p| p.key.to_string())
+            .unwrap_or_default();
+        warnings.push(format!(
+            "{} step(s) hold NaN or infinite values (first at {first}): the run diverged or the log is damaged",
+            figures.non_finite_steps
         ));
     }
     let verdict = verdict(options.rule, &figures, warnings);
@@ -646,6 +660,10 @@ pub fn figures(pairs: &[Pair], tail: usize) -> Figures {
         max_abs_err: max_abs,
         max_rel_err: max_rel,
         zero_baseline_steps: n - rel_n,
+        non_finite_steps: pairs
+            .iter()
+            .filter(|p| !(p.baseline.is_finite() && p.candidate.is_finite()))
+            .count(),
         tail,
         final_baseline,
         final_candidate,
@@ -656,6 +674,13 @@ pub fn figures(pairs: &[Pair], tail: usize) -> Figures {
 /// Apply a rule to the figures.
 pub fn verdict(rule: Rule, f: &Figures, mut warnings: Vec<String>) -> Verdict {
     let (pass, reason) = match rule {
+        _ if f.non_finite_steps > 0 => (
+            false,
+            format!(
+                "{} paired step(s) hold NaN or infinite values; the figures are not meaningful",
+                f.non_finite_steps
+            ),
+        ),
         Rule::Rel1 { threshold } => {
             let e = f.final_rel_err.abs();
             // An error that is the threshold in decimal (76 vs 75.24 at 1%) passes despite
@@ -782,5 +807,12 @@ mod tests {
         assert!(verdict(Rule::Rel1 { threshold: 0.01 }, &f, vec![]).pass);
         let f1 = figures(&pairs[..19], 1);
         assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f1, vec![]).pass);
+        // A NaN early on (outside the tail) still fails both rules.
+        let mut diverged = pairs.clone();
+        diverged[3].candidate = f64::NAN;
+        let f2 = figures(&diverged, 10);
+        assert_eq!(f2.non_finite_steps, 1);
+        assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f2, vec![]).pass);
+        assert!(!verdict(Rule::ModelzooLoss, &f2, vec![]).pass);
     }
 }
