@@ -1,0 +1,276 @@
+//! Pre-LayerNorm GPT-2 in tch: learned positions, causal attention through libtorch's
+//! `scaled_dot_product_attention`, GELU MLP, tied input/output embeddings, and a KV cache for
+//! incremental decoding. Variable names follow Hugging Face GPT-2 (`wte`, `h.0.attn.c_attn`,
+//! ...), so checkpoints read like the ones people know.
+
+use tch::nn::{self, Init, Module};
+use tch::{Kind, Tensor};
+
+use crate::config::Model as ModelConfig;
+
+/// Input the model cannot take (too long for its positions, wrong rank).
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("sequence of {total} positions (cache {past} + input {new}) exceeds max_position_embeddings = {max}; shorten the prompt or max_dec_len")]
+    TooLong {
+        past: i64,
+        new: i64,
+        total: i64,
+        max: i64,
+    },
+    #[error(
+        "input ids must be a [batch, seq] tensor of integers, got shape {shape:?} kind {kind:?}"
+    )]
+    BadInput { shape: Vec<i64>, kind: Kind },
+    #[error("KV cache holds batch {cache}, input has batch {input}")]
+    CacheBatch { cache: i64, input: i64 },
+}
+
+/// Keys and values of every layer seen so far, for incremental decoding.
+#[derive(Debug, Default)]
+pub struct KvCache {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+}
+
+impl KvCache {
+    pub fn new() -> KvCache {
+        KvCache::default()
+    }
+
+    /// Positions already cached.
+    pub fn len(&self) -> i64 {
+        match self.layers.first() {
+            Some(Some((k, _))) => k.size()[2],
+            _ => 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn batch(&self) -> Option<i64> {
+        match self.layers.first() {
+            Some(Some((k, _))) => Some(k.size()[0]),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Block {
+    ln_1: nn::LayerNorm,
+    c_attn: nn::Linear,
+    attn_proj: nn::Linear,
+    ln_2: nn::LayerNorm,
+    c_fc: nn::Linear,
+    mlp_proj: nn::Linear,
+}
+
+/// The GPT network. Build it in a CPU `VarStore`, then move the store to the device.
+#[derive(Debug)]
+pub struct Gpt {
+    config: ModelConfig,
+    wte: nn::Embedding,
+    wpe: nn::Embedding,
+    blocks: Vec<Block>,
+    ln_f: nn::LayerNorm,
+}
+
+fn normal(stdev: f64) -> Init {
+    Init::Randn { mean: 0.0, stdev }
+}
+
+fn linear(p: nn::Path, i: i64, o: i64, stdev: f64) -> nn::Linear {
+    nn::linear(
+        p,
+        i,
+        o,
+        nn::LinearConfig {
+            ws_init: normal(stdev),
+            bs_init: Some(Init::Const(0.0)),
+            bias: true,
+        },
+    )
+}
+
+fn layer_norm(p: nn::Path, h: i64) -> nn::LayerNorm {
+    nn::layer_norm(
+        p,
+        vec![h],
+        nn::LayerNormConfig {
+            eps: 1e-5,
+            ..Default::default()
+        },
+    )
+}
+
+impl Gpt {
+    /// Creates the variables under `p` with GPT-2 initialisation: N(0, initializer_range) for
+    /// weights and embeddings, N(0, initializer_range / sqrt(2 · num_layers)) for the two
+    /// residual projections of each block, zero biases, unit LayerNorm scales. The config
+    /// must have passed [`ModelConfig::validate`].
+    pub fn new(p: &nn::Path, config: &ModelConfig) -> Gpt {
+        let h = config.hidden_size;
+        let std = config.initializer_range;
+        let resid_std = std / (2.0 * config.num_layers as f64).sqrt();
+        let emb = |name: &str, n: i64| {
+            nn::embedding(
+                p / name,
+                n,
+                h,
+                nn::EmbeddingConfig {
+                    ws_init: normal(std),
+                    ..Default::default()
+                },
+            )
+        };
+        let wte = emb("wte", config.vocab_size);
+        let wpe = emb("wpe", config.max_position_embeddings);
+        let blocks = (0..config.num_layers)
+            .map(|i| {
+                let b = p / "h" / i;
+                Block {
+                    ln_1: layer_norm(&b / "ln_1", h),
+                    c_attn: linear(&b / "attn" / "c_attn", h, 3 * h, std),
+                    attn_proj: linear(&b / "attn" / "c_proj", h, h, resid_std),
+                    ln_2: layer_norm(&b / "ln_2", h),
+                    c_fc: linear(&b / "mlp" / "c_fc", h, config.ffn_hidden(), std),
+                    mlp_proj: linear(&b / "mlp" / "c_proj", config.ffn_hidden(), h, resid_std),
+                }
+            })
+            .collect();
+        let ln_f = layer_norm(p / "ln_f", h);
+        Gpt {
+            config: config.clone(),
+            wte,
+            wpe,
+            blocks,
+            ln_f,
+        }
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// Logits `[batch, seq, vocab]` for `ids` `[batch, seq]`. With a cache, `ids` continue the
+    /// cached positions and their keys/values are appended. `train` enables dropout.
+    pub fn forward(
+        &self,
+        ids: &Tensor,
+        mut cache: Option<&mut KvCache>,
+        train: bool,
+    ) -> Result<Tensor, ModelError> {
+        let size = ids.size();
+        let kind = ids.kind();
+        if size.len() != 2 || !matches!(kind, Kind::Int64 | Kind::Int | Kind::Int16 | Kind::Uint8) {
+            return Err(ModelError::BadInput { shape: size, kind });
+        }
+        let (b, t) = (size[0], size[1]);
+        let past = cache.as_ref().map_or(0, |c| c.len());
+        if let Some(cb) = cache.as_ref().and_then(|c| c.batch()) {
+            if cb != b {
+                return Err(ModelError::CacheBatch {
+                    cache: cb,
+                    input: b,
+                });
+            }
+        }
+        let max = self.config.max_position_embeddings;
+        if past + t > max {
+            return Err(ModelError::TooLong {
+                past,
+                new: t,
+                total: past + t,
+                max,
+            });
+        }
+        if let Some(c) = cache.as_mut() {
+            c.layers.resize_with(self.blocks.len(), || None);
+        }
+        let positions = Tensor::arange_start(past, past + t, (Kind::Int64, ids.device()));
+        let mut x = self.wte.forward(ids) + self.wpe.forward(&positions);
+        x = x.dropout(self.config.hidden_dropout_prob, train);
+        let heads = self.config.num_attention_heads;
+        let hd = self.config.hidden_size / heads;
+        // With cached positions and several new ones, the causal mask must be offset by the
+        // cache length (sdpa's is_causal aligns to the top-left corner).
+        let mask = (past > 0 && t > 1)
+            .then(|| Tensor::ones([t, past + t], (Kind::Bool, ids.device())).tril(past));
+        let attn_p = if train {
+            self.config.attention_probs_dropout_prob
+        } else {
+            0.0
+        };
+        for (i, block) in self.blocks.iter().enumerate() {
+            let qkv = block.c_attn.forward(&x.apply(&block.ln_1));
+            let split = qkv.split(self.config.hidden_size, 2);
+            let heads_of = |t_: &Tensor| t_.view([b, t, heads, hd]).transpose(1, 2);
+            let q = heads_of(&split[0]);
+            let mut k = heads_of(&split[1]);
+            let mut v = heads_of(&split[2]);
+            if let Some(c) = cache.as_mut() {
+                if let Some((pk, pv)) = c.layers[i].take() {
+                    k = Tensor::cat(&[pk, k], 2);
+                    v = Tensor::cat(&[pv, v], 2);
+                }
+                c.layers[i] = Some((k.shallow_clone(), v.shallow_clone()));
+            }
+            let y = Tensor::scaled_dot_product_attention(
+                &q,
+                &k,
+                &v,
+                mask.as_ref(),
+                attn_p,
+                past == 0,
+                None,
+                false,
+            );
+            let y = y
+                .transpose(1, 2)
+                .contiguous()
+                .view([b, t, self.config.hidden_size]);
+            let y = block
+                .attn_proj
+                .forward(&y)
+                .dropout(self.config.hidden_dropout_prob, train);
+            x = x.g_add(&y);
+            let m = block
+                .c_fc
+                .forward(&x.apply(&block.ln_2))
+                .gelu("tanh")
+                .apply(&block.mlp_proj)
+                .dropout(self.config.hidden_dropout_prob, train);
+            x = x.g_add(&m);
+        }
+        let x = x.apply(&self.ln_f);
+        Ok(x.linear::<&Tensor>(&self.wte.ws, None))
+    }
+
+    /// Mean next-token cross entropy of `logits` `[b, t, v]` against `labels` `[b, t]`, in fp32.
+    pub fn loss(logits: &Tensor, labels: &Tensor) -> Tensor {
+        let v = logits.size()[2];
+        logits
+            .reshape([-1, v])
+            .to_kind(Kind::Float)
+            .cross_entropy_for_logits(&labels.reshape([-1]))
+    }
+
+    /// Parameters, counting the tied embedding once.
+    pub fn num_params(&self) -> i64 {
+        let c = &self.config;
+        let (h, f) = (c.hidden_size, c.ffn_hidden());
+        let block = 2 * 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h);
+        c.vocab_size * h + c.max_position_embeddings * h + c.num_layers * block + 2 * h
+    }
+
+    /// Training FLOPs per token at sequence length `seq`: 6·N for the matmuls of forward and
+    /// backward (N without the position table) plus 12·L·h·seq for attention scores
+    /// (the PaLM / nanoGPT MFU formula).
+    pub fn train_flops_per_token(&self, seq: i64) -> f64 {
+        let c = &self.config;
+        let n = (self.num_params() - c.max_position_embeddings * c.hidden_size) as f64;
+        6.0 * n + 12.0 * (c.num_layers * c.hidden_size * seq) as f64
+    }
+}
