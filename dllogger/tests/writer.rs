@@ -327,3 +327,61 @@ fn written_lines_parse_as_records() {
     );
     assert_eq!(r[0].get("train.loss"), Some(1e-7));
 }
+
+/// The text after `TCAPPDLL <datetime> - `, byte for byte as tcap_dllogger's `format_step` and
+/// `default_metric_format` print the same calls (expected strings produced by running them).
+#[test]
+fn stdout_bytes_equal_tcaps_for_the_same_calls() {
+    let (log, out) = stdout_logger(Verbosity::Default);
+    let mut log = log.with_rank(None);
+    log.metadata("train.ips", Metadata::new().with_unit("imgs/s"));
+    log.metadata("val.top1", Metadata::new().with_unit("%"));
+    log.log(
+        (0, 3),
+        &[
+            ("rank", 1i64.into()),
+            ("train.loss", 0.5533216595649719.into()),
+            ("train.ips", 23350.335421016007.into()),
+        ],
+        Verbosity::Default,
+    );
+    log.log(
+        (1, 2, 7),
+        &[
+            ("rank", 0i64.into()),
+            ("val.top1", 76.0.into()),
+            ("n", 3i64.into()),
+        ],
+        Verbosity::Default,
+    );
+    log.log(
+        4,
+        &[
+            ("rank", 2i64.into()),
+            ("val.top1", 1e-05.into()),
+            ("x", 1e16.into()),
+        ],
+        Verbosity::Default,
+    );
+    log.log(
+        "Summary",
+        &[
+            ("rank", 0i64.into()),
+            ("note", "done".into()),
+            ("val.top1", f64::NAN.into()),
+        ],
+        Verbosity::Default,
+    );
+    let want = [
+        "Epoch: 0 Iteration: 3  rank : 1  train.loss : 0.5533216595649719  train.ips : 23350.335421016007 imgs/s",
+        "Epoch: 1 Iteration: 2 Validation Iteration: 7  rank : 0  val.top1 : 76.0 % n : 3 ",
+        "Epoch: 4  rank : 2  val.top1 : 1e-05 % x : 1e+16 ",
+        "Summary rank : 0  note : done  val.top1 : nan %",
+    ];
+    let text = out.text();
+    let got: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_once(" - ").expect("prefix").1)
+        .collect();
+    assert_eq!(got, want);
+}
