@@ -344,7 +344,7 @@ pub fn figure_rows(cmp: &Comparison) -> Vec<(String, String)> {
 fn verdict_line(cmp: &Comparison) -> String {
     let rule = match cmp.verdict.rule {
         Rule::Rel1 { threshold } => format!("rel1, threshold {}", pct(threshold)),
-        Rule::ModelzooLoss => "modelzoo-loss (ModelZoo loss.py)".into(),
+        Rule::ModelzooLoss => "modelzoo-loss, as ModelZoo's loss.py".into(),
     };
     format!(
         "{} ({rule}): {}",

@@ -324,13 +324,29 @@ fn all_finds_every_model_dir_reports_loops_and_model_yaml_entries() {
     // The given file's root is its own parent's parent, so only the name can match here.
     let r = v.check_dir(&contrib.join("Classification/Other")).unwrap();
     assert!(r.findings.is_empty(), "{:?}", r.findings);
-    write(&given, "models:\n  - name: Bad Name\n");
-    let err = Validator::new(&Options {
-        model_yaml: Some(given),
+    // Another zoo's schema (unknown keys) still gives its names and paths.
+    write(
+        &given,
+        "models:\n  - name: Other\n    gitee_link: x\n  - model: y\n",
+    );
+    let mut v = Validator::new(&Options {
+        model_yaml: Some(given.clone()),
     })
-    .err()
     .unwrap();
-    assert!(err.to_string().contains("given.yaml"), "{err}");
+    let r = v.check_dir(&contrib.join("Classification/Other")).unwrap();
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    let r = v.check_dir(&contrib.join("Classification/Demo")).unwrap();
+    assert_eq!(rules(&r), vec!["model-yaml.entry"]);
+    // Not YAML, or no entries at all: cannot be used.
+    for text in ["models: [oops\n", "models:\n  - model: y\n"] {
+        write(&given, text);
+        let err = Validator::new(&Options {
+            model_yaml: Some(given.clone()),
+        })
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("given.yaml"), "{err}");
+    }
 }
 
 #[test]
