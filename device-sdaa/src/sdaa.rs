@@ -174,7 +174,12 @@ pub struct SdaaLibraries {
 impl SdaaLibraries {
     /// Load every required library (and the optional ones that exist) and resolve symbols.
     pub fn load() -> Result<SdaaLibraries, DeviceError> {
-        let dirs = search_dirs();
+        SdaaLibraries::load_from(&search_dirs())
+    }
+
+    /// [`SdaaLibraries::load`] searching `dirs` (then the system library path).
+    pub fn load_from(dirs: &[PathBuf]) -> Result<SdaaLibraries, DeviceError> {
+        let dirs = dirs.to_vec();
         let mut libs = BTreeMap::new();
         let mut missing = Vec::new();
         for file in REQUIRED_LIBRARIES {
@@ -240,6 +245,11 @@ impl SdaaLibraries {
                 path: lib.path.clone(),
             })
             .collect()
+    }
+
+    /// TCCL's entry points, for a `tccl` process group.
+    pub fn tccl(&self) -> TcclApi {
+        self.api.tccl
     }
 
     pub(crate) fn path_of(&self, file: &str) -> Option<&Path> {
@@ -360,16 +370,18 @@ pub struct PluginInfo {
 
 /// Candidate plugin paths in search order, and whether the first came from the user.
 pub fn plugin_candidates(opts: &OpenOptions) -> (Vec<PathBuf>, bool) {
+    plugin_candidates_from(opts, &search_dirs())
+}
+
+/// [`plugin_candidates`] with the SDK directories given.
+pub fn plugin_candidates_from(opts: &OpenOptions, dirs: &[PathBuf]) -> (Vec<PathBuf>, bool) {
     if let Some(p) = &opts.sdaa_plugin {
         return (vec![absolute(p)], true);
     }
     if let Some(p) = std::env::var_os("SDAA_TORCH_PLUGIN").filter(|v| !v.is_empty()) {
         return (vec![absolute(Path::new(&p))], true);
     }
-    let mut c: Vec<PathBuf> = search_dirs()
-        .into_iter()
-        .map(|d| d.join(PLUGIN_FILE))
-        .collect();
+    let mut c: Vec<PathBuf> = dirs.iter().map(|d| d.join(PLUGIN_FILE)).collect();
     // An installed torch_sdaa Python package next to the torch whose libtorch is in use.
     if let Some(torch_lib) = crate::cuda::libtorch_lib_dir() {
         c.push(torch_lib.join("../../torch_sdaa/lib").join(PLUGIN_FILE));
@@ -377,8 +389,16 @@ pub fn plugin_candidates(opts: &OpenOptions) -> (Vec<PathBuf>, bool) {
     (c, false)
 }
 
-fn load_plugin(opts: &OpenOptions) -> Result<PluginInfo, DeviceError> {
-    let (candidates, explicit) = plugin_candidates(opts);
+/// Load the first existing candidate with RTLD_GLOBAL and check that it registered the
+/// PrivateUse1 backend `sdaa` with a device guard. `explicit`: the single candidate came from
+/// the user, so its absence is reported as such.
+pub fn load_plugin_from(candidates: &[PathBuf], explicit: bool) -> Result<PluginInfo, DeviceError> {
+    let candidates = candidates.to_vec();
+    if candidates.is_empty() {
+        return Err(DeviceError::PluginMissing {
+            searched: candidates,
+        });
+    }
     let path = match candidates.iter().find(|p| p.exists()) {
         Some(p) => p.clone(),
         None if explicit => {
@@ -433,8 +453,10 @@ pub fn load(opts: &OpenOptions) -> Result<Arc<Sdaa>, DeviceError> {
     if let Some(s) = slot.as_ref() {
         return Ok(s.clone());
     }
-    let libraries = SdaaLibraries::load()?;
-    let plugin = load_plugin(opts)?;
+    let dirs = search_dirs();
+    let libraries = SdaaLibraries::load_from(&dirs)?;
+    let (candidates, explicit) = plugin_candidates_from(opts, &dirs);
+    let plugin = load_plugin_from(&candidates, explicit)?;
     let s = Arc::new(Sdaa { libraries, plugin });
     *slot = Some(s.clone());
     Ok(s)
