@@ -522,7 +522,10 @@ pub fn compare(
 }
 
 /// Position pairing: the first min(n, m) values of each.
-fn pair_by_order(b: &[Point], c: &[Point]) -> (Vec<Pair>, Vec<Key>, Vec<Key>) {
+/// Steps of one log left unpaired: (position in that log's series, key).
+type Unpaired = Vec<(usize, Key)>;
+
+fn pair_by_order(b: &[Point], c: &[Point]) -> (Vec<Pair>, Unpaired, Unpaired) {
     let n = b.len().min(c.len());
     let pairs = b[..n]
         .iter()
@@ -533,13 +536,13 @@ fn pair_by_order(b: &[Point], c: &[Point]) -> (Vec<Pair>, Vec<Key>, Vec<Key>) {
             candidate: c.value,
         })
         .collect();
-    let only_b = b[n..].iter().map(|p| p.key).collect();
-    let only_c = c[n..].iter().map(|p| p.key).collect();
+    let only_b = (n..b.len()).map(|i| (i, b[i].key)).collect();
+    let only_c = (n..c.len()).map(|j| (j, c[j].key)).collect();
     (pairs, only_b, only_c)
 }
 
 /// Key pairing: number repeated keys by occurrence (in log order), sort, merge-join.
-fn pair_by_key(b: &mut [Point], c: &mut [Point]) -> (Vec<Pair>, Vec<Key>, Vec<Key>) {
+fn pair_by_key(b: &mut [Point], c: &mut [Point]) -> (Vec<Pair>, Unpaired, Unpaired) {
     number_occurrences(b);
     number_occurrences(c);
     let mut pairs = Vec::with_capacity(b.len().min(c.len()));
@@ -548,11 +551,11 @@ fn pair_by_key(b: &mut [Point], c: &mut [Point]) -> (Vec<Pair>, Vec<Key>, Vec<Ke
     while i < b.len() && j < c.len() {
         match b[i].key.cmp(&c[j].key) {
             std::cmp::Ordering::Less => {
-                only_b.push(b[i].key);
+                only_b.push((i, b[i].key));
                 i += 1;
             }
             std::cmp::Ordering::Greater => {
-                only_c.push(c[j].key);
+                only_c.push((j, c[j].key));
                 j += 1;
             }
             std::cmp::Ordering::Equal => {
@@ -566,8 +569,8 @@ fn pair_by_key(b: &mut [Point], c: &mut [Point]) -> (Vec<Pair>, Vec<Key>, Vec<Ke
             }
         }
     }
-    only_b.extend(b[i..].iter().map(|p| p.key));
-    only_c.extend(c[j..].iter().map(|p| p.key));
+    only_b.extend((i..b.len()).map(|i| (i, b[i].key)));
+    only_c.extend((j..c.len()).map(|j| (j, c[j].key)));
     (pairs, only_b, only_c)
 }
 
@@ -582,28 +585,24 @@ fn number_occurrences(points: &mut [Point]) {
     }
 }
 
-/// Compress sorted keys into runs of consecutive iterations (same epoch and val iteration).
-fn ranges(keys: &[Key]) -> Vec<KeyRange> {
+/// Compress unpaired steps into runs: steps next to each other in their log's series with no
+/// paired step between them form one range (across epoch boundaries too).
+fn ranges(unpaired: &[(usize, Key)]) -> Vec<KeyRange> {
     let mut out: Vec<KeyRange> = Vec::new();
-    for &k in keys {
-        if let Some(last) = out.last_mut() {
-            let l = last.last;
-            let same_group = l.parts[0] == k.parts[0] && l.parts[2] == k.parts[2];
-            let next = l.parts[1] != NONE
-                && k.parts[1] != NONE
-                && (k.parts[1] == l.parts[1] || k.parts[1] == l.parts[1] + 1);
-            let unnumbered = l.parts == k.parts;
-            if same_group && (next || unnumbered) {
+    let mut prev = None;
+    for &(pos, k) in unpaired {
+        match out.last_mut() {
+            Some(last) if prev == Some(pos.wrapping_sub(1)) => {
                 last.last = k;
                 last.count += 1;
-                continue;
             }
+            _ => out.push(KeyRange {
+                first: k,
+                last: k,
+                count: 1,
+            }),
         }
-        out.push(KeyRange {
-            first: k,
-            last: k,
-            count: 1,
-        });
+        prev = Some(pos);
     }
     out
 }
@@ -757,12 +756,17 @@ mod tests {
         assert_eq!(ob.len(), 2);
         assert_eq!(oc.len(), 3);
         let r = ranges(&oc);
-        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!(r.len(), 1, "{r:?}");
         assert_eq!(
             r[0].to_string(),
-            "epoch 0 iteration 4 .. epoch 0 iteration 5 (2 steps)"
+            "epoch 0 iteration 4 .. epoch 1 iteration 0 (3 steps)"
         );
-        assert_eq!(r[1].to_string(), "epoch 1 iteration 0");
+        let r = ranges(&ob);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            r[0].to_string(),
+            "epoch 0 iteration 0 .. epoch 0 iteration 1 (2 steps)"
+        );
     }
 
     #[test]

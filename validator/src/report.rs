@@ -79,8 +79,13 @@ pub fn write_report(
 }
 
 /// Write `bytes` to `dir/name` through a temp file in `dir`, fsync, rename.
+/// The file is created readable by all (0644, like any report), not tempfile's private 0600.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    use std::os::unix::fs::PermissionsExt;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .permissions(fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     let path = dir.join(name);
@@ -193,6 +198,7 @@ pub fn curves_svg(cmp: &Comparison) -> DrawResult<String> {
         chart
             .configure_mesh()
             .x_desc("paired step")
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc(cmp.metric.as_str())
             .draw()?;
         for (pts, color, width, label) in lines {
@@ -244,6 +250,7 @@ pub fn rel_error_svg(cmp: &Comparison) -> DrawResult<String> {
         chart
             .configure_mesh()
             .x_desc("paired step")
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc("relative error (%)")
             .draw()?;
         let grey = RGBColor(90, 90, 90);

@@ -396,6 +396,12 @@ fn report_dir_is_complete_self_contained_and_rewritten() {
     assert_eq!(json["pass"], false);
     assert_eq!(json["command"], "again");
     assert_eq!(fs::read_dir(&out).unwrap().count(), 5);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(out.join("report.md"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644, "report files are readable by all");
 }
 
 /// Our modelzoo-loss figures equal the Python re-creation of loss.py's (when python3 runs).
