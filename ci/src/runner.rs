@@ -1,0 +1,123 @@
+//! Running one functional command: `sh -c` in the model directory, in its own process group,
+//! output to a file, killed as a whole group on timeout (SIGTERM, then SIGKILL after a grace
+//! period) so no stray process outlives the check.
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{kill_process_group, Pid, Signal};
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    Exited {
+        code: i32,
+    },
+    Signalled {
+        signal: i32,
+    },
+    /// Ran past its timeout; its process group was killed.
+    TimedOut,
+    SpawnFailed(String),
+}
+
+const POLL: Duration = Duration::from_millis(20);
+
+/// Runs `command` with `sh -c` in `cwd`, stdout and stderr appended to `console`, PATH
+/// prefixed with `path_prefix`. Returns when it exits, or after `timeout` with its whole
+/// process group killed. Processes it left in its group are killed either way.
+pub fn run_command(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    console: &Path,
+    path_prefix: &[PathBuf],
+    kill_grace: Duration,
+) -> RunOutcome {
+    let log = match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(console)
+    {
+        Ok(f) => f,
+        Err(e) => return RunOutcome::SpawnFailed(format!("{}: {e}", console.display())),
+    };
+    let err_log = match log.try_clone() {
+        Ok(f) => f,
+        Err(e) => return RunOutcome::SpawnFailed(format!("{}: {e}", console.display())),
+    };
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err_log)
+        .process_group(0);
+    if !path_prefix.is_empty() {
+        let mut paths: Vec<PathBuf> = path_prefix.to_vec();
+        if let Some(old) = std::env::var_os("PATH") {
+            paths.extend(std::env::split_paths(&old));
+        }
+        if let Ok(joined) = std::env::join_paths(paths) {
+            cmd.env("PATH", joined);
+        }
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return RunOutcome::SpawnFailed(e.to_string()),
+    };
+    let pgid = Pid::from_raw(child.id() as i32);
+    let deadline = Instant::now() + timeout;
+    let outcome = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break exit_outcome(status),
+            Ok(None) if Instant::now() >= deadline => {
+                tracing::warn!(command, "timed out; killing its process group");
+                signal_group(pgid, Signal::TERM);
+                if wait_until(&mut child, Instant::now() + kill_grace).is_none() {
+                    signal_group(pgid, Signal::KILL);
+                    let _ = child.wait();
+                }
+                break RunOutcome::TimedOut;
+            }
+            Ok(None) => std::thread::sleep(POLL),
+            Err(e) => {
+                signal_group(pgid, Signal::KILL);
+                let _ = child.wait();
+                break RunOutcome::SpawnFailed(format!("cannot wait for it: {e}"));
+            }
+        }
+    };
+    // Whatever it left running in its group (background jobs, daemons) goes too.
+    signal_group(pgid, Signal::KILL);
+    outcome
+}
+
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<std::process::ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() >= deadline => return None,
+            Ok(None) => std::thread::sleep(POLL),
+            Err(_) => return None,
+        }
+    }
+}
+
+fn signal_group(pgid: Option<Pid>, signal: Signal) {
+    if let Some(pgid) = pgid {
+        // ESRCH (nothing left in the group) is the normal case after a clean exit.
+        let _ = kill_process_group(pgid, signal);
+    }
+}
+
+fn exit_outcome(status: std::process::ExitStatus) -> RunOutcome {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => RunOutcome::Exited { code },
+        (None, Some(signal)) => RunOutcome::Signalled { signal },
+        (None, None) => RunOutcome::Exited { code: -1 },
+    }
+}

@@ -1,0 +1,285 @@
+//! The PR functional check on a real zoo made by the test: scaffolded model directories, a
+//! model.yaml whose commands run a real script (tests/data/train.sh) writing tcap_dllogger
+//! lines — one good, one NaN, one that hangs (killed with its process group), and so on.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use model_config::ModelYaml;
+use modelzoo_ci::{check_log, Options, Stage};
+use run_scripts_template::scaffold::{self, Kind, NewModel};
+
+const SCRIPT: &str = include_str!("data/train.sh");
+
+/// A zoo at `root` with one scaffolded Python model per (name, mode, timeout, devices).
+fn zoo(root: &Path, models: &[(&str, &str, u64, &str)]) -> ModelYaml {
+    let mut yaml = String::from("models:\n");
+    for (name, mode, timeout, devices) in models {
+        let plan = scaffold::plan(&NewModel {
+            name: name.to_string(),
+            kind: Kind::Python,
+            category: "Classification".into(),
+            root: root.to_path_buf(),
+        })
+        .unwrap();
+        scaffold::apply(&plan).unwrap();
+        std::fs::write(plan.model_dir.join("train.sh"), SCRIPT).unwrap();
+        yaml.push_str(&format!(
+            "  - name: {name}\n    path: Classification/{name}\n    framework: pytorch\n    category: Classification\n    devices: [{devices}]\n    command: sh train.sh {mode} --device {{device}} --step 5 --output_dir {{output_dir}}\n    log: \"{{output_dir}}/train.log\"\n    metrics: [train.loss, train.ips]\n    timeout: {timeout}\n"
+        ));
+    }
+    let path = root.join("model_config/model.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    ModelYaml::load(&path).unwrap()
+}
+
+fn opts(work: &Path) -> Options {
+    Options {
+        device: "cpu".into(),
+        jobs: 2,
+        work_dir: work.to_path_buf(),
+        path_prefix: vec![],
+        kill_grace: Duration::from_millis(500),
+    }
+}
+
+#[test]
+fn each_kind_of_failure_is_caught_and_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(
+        tmp.path(),
+        &[
+            ("good", "good", 60, "cpu, sdaa"),
+            ("nan_loss", "nan", 60, "cpu"),
+            ("zero_ips", "zero_ips", 60, "cpu"),
+            ("crash", "fail", 60, "cpu"),
+            ("silent", "nolog", 60, "cpu"),
+            ("sdaa_only", "good", 60, "sdaa"),
+        ],
+    );
+    let entries = modelzoo_ci::select(&yaml, None, None).unwrap();
+    let results = modelzoo_ci::run_all(&yaml, &entries, &opts(&tmp.path().join("work"))).unwrap();
+    let by = |n: &str| results.iter().find(|r| r.name == n).unwrap();
+
+    let good = by("good");
+    assert_eq!(good.layout, Stage::Pass(String::new()), "{:?}", good.layout);
+    assert_eq!(good.run, Stage::Pass(String::new()), "{:?}", good.run);
+    assert_eq!(good.log, Stage::Pass("5 records, 5 train.loss".into()));
+    assert!(good.passed());
+    assert!(std::fs::read_to_string(&good.console)
+        .unwrap()
+        .contains("done 5 steps"));
+
+    let nan = by("nan_loss");
+    assert!(nan.run == Stage::Pass(String::new()));
+    assert!(
+        matches!(&nan.log, Stage::Fail(m) if m.contains("train.loss = NaN at epoch 0 iteration 3")),
+        "{:?}",
+        nan.log
+    );
+
+    assert!(
+        matches!(&by("zero_ips").log, Stage::Fail(m) if m.contains("train.ips = 0")),
+        "{:?}",
+        by("zero_ips").log
+    );
+
+    let crash = by("crash");
+    assert!(
+        matches!(&crash.run, Stage::Fail(m) if m.contains("exit status 3") && m.contains("out of memory")),
+        "{:?}",
+        crash.run
+    );
+
+    assert!(
+        matches!(&by("silent").log, Stage::Fail(m) if m.contains("no log")),
+        "{:?}",
+        by("silent").log
+    );
+
+    let skipped = by("sdaa_only");
+    assert!(
+        matches!(&skipped.run, Stage::Skip(m) if m.contains("device `cpu` not in its devices (sdaa)"))
+    );
+    assert!(
+        skipped.passed(),
+        "a model that does not run on the device is skipped, not failed"
+    );
+
+    let table = modelzoo_ci::render_table(&results);
+    assert!(
+        table.contains("6 models checked, 2 passed, 4 failed"),
+        "{table}"
+    );
+    let junit = modelzoo_ci::render_junit(&results);
+    assert!(
+        junit.contains("tests=\"6\" failures=\"4\" skipped=\"1\""),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<testcase classname=\"modelzoo-ci\" name=\"nan_loss\""),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<skipped message=\"device `cpu` not in its devices (sdaa)\"/>"),
+        "{junit}"
+    );
+    let md = modelzoo_ci::render_markdown(&results);
+    assert!(md.contains("| nan_loss | pass | pass | FAIL |"), "{md}");
+    assert!(md.contains("## crash"), "{md}");
+}
+
+#[test]
+fn a_hanging_command_is_killed_with_its_whole_process_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(tmp.path(), &[("sleeper", "hang", 1, "cpu")]);
+    let work = tmp.path().join("work");
+    let started = std::time::Instant::now();
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&work)).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let r = &results[0];
+    assert!(
+        matches!(&r.run, Stage::Fail(m) if m.contains("timed out after 1 s")),
+        "{:?}",
+        r.run
+    );
+    let pids = std::fs::read_to_string(work.join("sleeper/pids")).unwrap();
+    let pids: Vec<u32> = pids.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "the script and its background sleep");
+    for pid in pids {
+        assert!(gone(pid), "process {pid} survived the timeout");
+    }
+}
+
+/// True once `pid` no longer exists (or is a zombie awaiting its reaper).
+fn gone(pid: u32) -> bool {
+    for _ in 0..100 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat) if stat.split_whitespace().nth(2) == Some("Z") => return true,
+            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    false
+}
+
+#[test]
+fn layout_violations_fail_the_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(tmp.path(), &[("untidy", "good", 60, "cpu")]);
+    std::fs::remove_file(
+        tmp.path()
+            .join("Classification/untidy/run_scripts/formate_cmd.py"),
+    )
+    .unwrap();
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&tmp.path().join("w"))).unwrap();
+    assert!(
+        matches!(&results[0].layout, Stage::Fail(m) if m.contains("formate_cmd.py")),
+        "{:?}",
+        results[0].layout
+    );
+    assert!(!results[0].passed());
+}
+
+#[test]
+fn selection_by_name_and_by_git_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let yaml = zoo(
+        root,
+        &[("alpha", "good", 60, "cpu"), ("beta", "good", 60, "cpu")],
+    );
+    let names = vec!["beta".to_string()];
+    let picked = modelzoo_ci::select(&yaml, Some(&names), None).unwrap();
+    assert_eq!(picked.len(), 1);
+    assert_eq!(picked[0].name, "beta");
+    let err = modelzoo_ci::select(&yaml, Some(&["gamma".to_string()]), None).unwrap_err();
+    assert!(
+        err.to_string().contains("unknown model `gamma`")
+            && err.to_string().contains("alpha, beta")
+    );
+
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        ok
+    };
+    if !git(&["init", "-q"]) {
+        eprintln!("git not available; skipping the --changed-since part");
+        return;
+    }
+    assert!(git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "add",
+        "."
+    ]));
+    assert!(git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "zoo"
+    ]));
+    assert!(modelzoo_ci::select(&yaml, None, Some("HEAD"))
+        .unwrap()
+        .is_empty());
+    std::fs::write(root.join("Classification/alpha/train.sh"), "exit 0\n").unwrap();
+    let picked = modelzoo_ci::select(&yaml, None, Some("HEAD")).unwrap();
+    assert_eq!(
+        picked.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+        ["alpha"]
+    );
+    // An untracked file in a model directory counts as a change too.
+    std::fs::write(root.join("Classification/beta/new.py"), "").unwrap();
+    assert_eq!(
+        modelzoo_ci::select(&yaml, None, Some("HEAD"))
+            .unwrap()
+            .len(),
+        2
+    );
+    let err = modelzoo_ci::select(&yaml, None, Some("no-such-rev")).unwrap_err();
+    assert!(err.to_string().contains("no-such-rev"), "{err}");
+}
+
+#[test]
+fn log_check_on_the_real_modelzoo_fixtures() {
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/tecorigin-modelzoo");
+    if !fixtures.is_dir() {
+        eprintln!("skipping: {} not present", fixtures.display());
+        return;
+    }
+    let metrics = vec!["train.loss".to_string(), "train.ips".to_string()];
+    let demo: PathBuf = fixtures.join("demo/sdaa.log");
+    assert!(
+        matches!(check_log(&demo, &metrics), Stage::Pass(_)),
+        "{:?}",
+        check_log(&demo, &metrics)
+    );
+    // tcap JSONStreamBackend with a Python-repr `data` string.
+    let fer = fixtures.join("facial-expression-recognition/sdaa_loss.json");
+    assert_eq!(
+        check_log(&fer, &metrics),
+        Stage::Pass("20 records, 20 train.loss".into())
+    );
+    // A metric model.yaml promises but the log never has is named.
+    let stage = check_log(&fer, &["train.loss".to_string(), "eval.acc".to_string()]);
+    assert!(
+        matches!(&stage, Stage::Fail(m) if m.contains("never logged: eval.acc")),
+        "{stage:?}"
+    );
+}

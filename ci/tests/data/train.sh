@@ -1,0 +1,35 @@
+#!/bin/sh
+# A stand-in training run for the CI tests: parses --step/--output_dir like a run_<model>
+# script and writes tcap_dllogger stdout lines to <output_dir>/train.log.
+# MODE (first argument): good | nan | zero_ips | fail | hang | nolog
+mode=$1; shift
+steps=5; out=.
+while [ $# -gt 0 ]; do
+  case $1 in
+    --step) steps=$2; shift 2 ;;
+    --output_dir) out=$2; shift 2 ;;
+    *) shift ;;
+  esac
+done
+log=$out/train.log
+case $mode in
+  hang)
+    echo $$ > "$out/pids"
+    sleep 300 &
+    echo $! >> "$out/pids"
+    echo "hanging"
+    wait
+    ;;
+  fail) echo "CUDA error: out of memory" >&2; exit 3 ;;
+  nolog) echo "trained, but wrote no log"; exit 0 ;;
+esac
+i=0
+while [ $i -lt "$steps" ]; do
+  loss="0.$((9 - i))1"
+  ips="1234.5"
+  [ "$mode" = nan ] && [ $i -eq 3 ] && loss=nan
+  [ "$mode" = zero_ips ] && ips=0
+  echo "TCAPPDLL 2025-05-15 14:20:10.93038$i - Epoch: 0 Iteration: $i  rank : 0  train.loss : $loss  train.ips : $ips imgs/s" >> "$log"
+  i=$((i + 1))
+done
+echo "done $steps steps"

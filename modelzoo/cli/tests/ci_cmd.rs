@@ -1,0 +1,116 @@
+//! `modelzoo ci` end to end: the real binary on a zoo the test creates (scaffolded model dirs,
+//! a model.yaml running ci/tests/data/train.sh): table, JUnit, Markdown, exit codes.
+
+use std::path::Path;
+use std::process::Command;
+
+use run_scripts_template::scaffold::{self, Kind, NewModel};
+
+fn modelzoo(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn zoo(root: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ci/tests/data/train.sh");
+    let mut yaml = String::from("models:\n");
+    for (name, mode) in [("good", "good"), ("diverged", "nan")] {
+        let plan = scaffold::plan(&NewModel {
+            name: name.into(),
+            kind: Kind::Python,
+            category: "NLP".into(),
+            root: root.to_path_buf(),
+        })
+        .unwrap();
+        scaffold::apply(&plan).unwrap();
+        std::fs::copy(&script, plan.model_dir.join("train.sh")).unwrap();
+        yaml.push_str(&format!(
+            "  - name: {name}\n    path: NLP/{name}\n    framework: pytorch\n    category: NLP\n    devices: [cpu]\n    command: sh train.sh {mode} --step 4 --output_dir {{output_dir}}\n    log: \"{{output_dir}}/train.log\"\n    metrics: [train.loss, train.ips]\n    timeout: 60\n"
+        ));
+    }
+    std::fs::write(root.join("model_config/model.yaml"), yaml).unwrap();
+}
+
+#[test]
+fn ci_reports_and_exit_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    zoo(root);
+    let yaml = root.join("model_config/model.yaml");
+    let junit = root.join("ci.xml");
+    let md = root.join("ci.md");
+    let work = root.join("work");
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        yaml.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--jobs",
+        "2",
+        "--junit",
+        junit.to_str().unwrap(),
+        "--md",
+        md.to_str().unwrap(),
+        "--work-dir",
+        work.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("model     layout  run     log check"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("diverged log: "), "{stdout}");
+    assert!(stdout.contains("train.loss = NaN"), "{stdout}");
+    assert!(
+        stdout.contains("2 models checked, 1 passed, 1 failed"),
+        "{stdout}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"2\" failures=\"1\""), "{xml}");
+    let summary = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        summary.contains("| good | pass | pass | pass |"),
+        "{summary}"
+    );
+    assert!(work.join("good/train.log").is_file());
+
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        yaml.to_str().unwrap(),
+        "--models",
+        "good",
+        "--work-dir",
+        work.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("1 models checked, 1 passed, 0 failed"),
+        "{stdout}"
+    );
+
+    let (code, _, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        yaml.to_str().unwrap(),
+        "--models",
+        "nope",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown model `nope`"), "{stderr}");
+    let (code, _, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        root.join("missing.yaml").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("missing.yaml"), "{stderr}");
+}
