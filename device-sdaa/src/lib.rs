@@ -153,6 +153,26 @@ impl Device {
         }
     }
 
+    /// A real round trip: copy a tensor here, compute on it, copy it back, check the values.
+    pub fn self_test(&self) -> Result<(), DeviceError> {
+        let t = tch::Tensor::from_slice(&[1.0f32, 2.0, 3.0]);
+        let on = self.try_to_device(&t)?;
+        if !self.holds(&on) {
+            return Err(DeviceError::Torch {
+                action: "checking the device",
+                message: format!("a tensor copied to {} did not land there", self.spec),
+            });
+        }
+        let back = shim::to_device(&(on * 2.0), shim::DEVICE_TYPE_CPU, 0, false)?;
+        if back != tch::Tensor::from_slice(&[2.0f32, 4.0, 6.0]) {
+            return Err(DeviceError::Torch {
+                action: "checking the device",
+                message: format!("2 * [1, 2, 3] computed on {} came back wrong", self.spec),
+            });
+        }
+        Ok(())
+    }
+
     /// Whether a tensor lives on this device (works for SDAA tensors, unlike `tch`).
     pub fn holds(&self, t: &tch::Tensor) -> bool {
         match shim::tensor_device(t) {
