@@ -1,6 +1,6 @@
 //! The engine's view of a training device: the handful of operations the loop needs. The
 //! `device-sdaa` crate's `Device` (cpu | cuda | sdaa, loaded at run time) is the production
-//! implementation; `tch::Device` implements it too for CPU/CUDA-only use.
+//! implementation; `tch::Device` implements it too (CPU/CUDA; autocast on CUDA only).
 
 use tch::{nn::VarStore, Kind, Tensor};
 
@@ -63,5 +63,32 @@ impl TrainDevice for tch::Device {
         if let tch::Device::Cuda(i) = self {
             tch::Cuda::synchronize(*i as i64);
         }
+    }
+}
+
+impl TrainDevice for device_sdaa::Device {
+    fn label(&self) -> String {
+        self.spec().to_string()
+    }
+    fn to_device(&self, t: &Tensor) -> Tensor {
+        device_sdaa::Device::to_device(self, t)
+    }
+    fn to_cpu(&self, t: &Tensor) -> Tensor {
+        device_sdaa::Device::to_cpu(self, t)
+    }
+    fn move_var_store(&self, vs: &mut VarStore) -> Result<(), String> {
+        device_sdaa::Device::move_var_store(self, vs).map_err(|e| e.to_string())
+    }
+    fn autocast_with(&self, enabled: bool, dtype: Kind, f: &mut dyn FnMut() -> Tensor) -> Tensor {
+        self.autocast(enabled, dtype, f)
+    }
+    fn default_amp_dtype(&self) -> Kind {
+        device_sdaa::Device::default_amp_dtype(self)
+    }
+    fn manual_seed(&self, seed: u64) {
+        device_sdaa::Device::manual_seed(self, seed)
+    }
+    fn synchronize(&self) {
+        device_sdaa::Device::synchronize(self)
     }
 }

@@ -1,6 +1,62 @@
-//! `run_resnet`: the uniform ModelZoo command for the ResNet case.
+//! `run_resnet`: the uniform ModelZoo command for the ResNet case. Thin: parse the arguments
+//! generated from the spec, then hand over to `modelzoo_resnet::run`.
 
-fn main() {
-    eprintln!("run_resnet: not implemented yet");
-    std::process::exit(2);
+use std::process::ExitCode;
+
+use modelzoo_resnet::run::{self, ABOUT};
+use run_scripts_template::ResolvedArgs;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let spec = match run::spec() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let args = match ResolvedArgs::parse_from("run_resnet", ABOUT, &spec, std::env::args_os()) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
+    if args.flag("print_cmd") {
+        print!("{}", args.to_command_line());
+        return ExitCode::SUCCESS;
+    }
+    match run::run(&args) {
+        Ok(summary) if summary.interrupted => {
+            eprintln!(
+                "run_resnet: interrupted; saved step {} to {}",
+                summary.steps,
+                summary
+                    .last_checkpoint
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            );
+            ExitCode::from(130)
+        }
+        Ok(summary) => {
+            let metrics: Vec<String> = summary
+                .last_eval
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.4}"))
+                .collect();
+            eprintln!(
+                "run_resnet: done, {} steps; {}",
+                summary.steps,
+                metrics.join(", ")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
 }

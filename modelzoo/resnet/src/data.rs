@@ -1,0 +1,409 @@
+//! ResNet's datasets: embedded synthetic data, ImageNet-layout image folders and CIFAR-10
+//! binary batches, each as an engine [`Dataset`] for the parallel loader.
+
+use std::path::{Path, PathBuf};
+
+use image::imageops::FilterType;
+use image::RgbImage;
+use modelzoo_engine::rng::SplitMix64;
+use modelzoo_engine::{Dataset, Sample, SampleError};
+
+/// ImageNet normalisation (torchvision).
+pub const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+pub const IMAGENET_STD: [f32; 3] = [0.229, 0.224, 0.225];
+/// CIFAR-10 normalisation (commonly used values).
+pub const CIFAR_MEAN: [f32; 3] = [0.4914, 0.4822, 0.4465];
+pub const CIFAR_STD: [f32; 3] = [0.2470, 0.2435, 0.2616];
+
+/// A dataset directory that cannot be used, with what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("dataset path {0} does not exist; pass --dataset_path <dir> (or leave it out for the synthetic set)")]
+    Missing(PathBuf),
+    #[error("dataset path {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("dataset path {0} is neither an ImageFolder (train/<class>/*.JPEG|png, val/<class>/...) nor CIFAR-10 binary (data_batch_1.bin ... test_batch.bin)")]
+    UnknownLayout(PathBuf),
+    #[error("{0} has no class directories; expected <split>/<class>/<image files>")]
+    NoClasses(PathBuf),
+    #[error("class directory {0} holds no .jpg/.jpeg/.png images")]
+    EmptyClass(PathBuf),
+    #[error("{train} and {val} have different class directories ({train_n} vs {val_n}); both splits need the same classes")]
+    ClassMismatch {
+        train: PathBuf,
+        val: PathBuf,
+        train_n: usize,
+        val_n: usize,
+    },
+    #[error("{path}: {len} bytes is not a whole number of 3073-byte CIFAR-10 records")]
+    CifarSize { path: PathBuf, len: u64 },
+    #[error("{path}: label {label} at record {record} is not a CIFAR-10 class (0-9)")]
+    CifarLabel {
+        path: PathBuf,
+        record: usize,
+        label: u8,
+    },
+}
+
+/// Which split of a dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    Train,
+    Val,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Synthetic
+
+/// Deterministic, learnable synthetic images: each class has a smooth random prototype (a coarse
+/// 4×4 grid per channel, upsampled), and each sample is its class prototype plus per-pixel
+/// Gaussian noise, so classes are separable but not trivially so.
+pub struct Synthetic {
+    prototypes: Vec<Vec<f32>>,
+    size: usize,
+    len: usize,
+    /// Offset of this split's sample indices (val samples differ from train samples).
+    offset: u64,
+    seed: u64,
+    noise: f32,
+}
+
+impl Synthetic {
+    /// `len` samples of `size`×`size` over `num_classes` classes, all determined by `seed`.
+    pub fn new(num_classes: usize, size: usize, len: usize, split: Split, seed: u64) -> Synthetic {
+        const GRID: usize = 4;
+        let prototypes = (0..num_classes)
+            .map(|c| {
+                let mut rng = SplitMix64::new(seed ^ 0xC1A5_5000 ^ ((c as u64) << 20));
+                let grid: Vec<f32> = (0..3 * GRID * GRID).map(|_| rng.normal() as f32).collect();
+                let mut img = vec![0f32; 3 * size * size];
+                for ch in 0..3 {
+                    for y in 0..size {
+                        for x in 0..size {
+                            let (gy, gx) = (y * GRID / size, x * GRID / size);
+                            img[(ch * size + y) * size + x] = grid[(ch * GRID + gy) * GRID + gx];
+                        }
+                    }
+                }
+                img
+            })
+            .collect();
+        Synthetic {
+            prototypes,
+            size,
+            len,
+            offset: match split {
+                Split::Train => 0,
+                Split::Val => 1 << 40,
+            },
+            seed,
+            noise: 1.0,
+        }
+    }
+}
+
+impl Dataset for Synthetic {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn sample_shape(&self) -> [usize; 3] {
+        [3, self.size, self.size]
+    }
+    fn load(&self, index: usize, _rng: &mut SplitMix64) -> Result<Sample, SampleError> {
+        let label = index % self.prototypes.len();
+        let mut rng = SplitMix64::new(
+            self.seed
+                .wrapping_mul(31)
+                .wrapping_add(self.offset + index as u64),
+        );
+        let pixels = self.prototypes[label]
+            .iter()
+            .map(|p| p + self.noise * rng.normal() as f32)
+            .collect();
+        Ok(Sample {
+            pixels,
+            label: label as i64,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ImageFolder
+
+/// `root/<class>/<image>` files (ImageNet layout), with torchvision's train / val transforms.
+pub struct ImageFolder {
+    files: Vec<(PathBuf, i64)>,
+    classes: Vec<String>,
+    split: Split,
+    size: usize,
+}
+
+fn is_image(p: &Path) -> bool {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "jpg" | "jpeg" | "png"))
+}
+
+fn read_dir_sorted(dir: &Path) -> Result<Vec<PathBuf>, DataError> {
+    let io = |source| DataError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(io)? {
+        v.push(e.map_err(io)?.path());
+    }
+    v.sort();
+    Ok(v)
+}
+
+impl ImageFolder {
+    /// Scan `root` (one split directory). Every class directory must hold at least one image.
+    pub fn scan(root: &Path, split: Split, size: usize) -> Result<ImageFolder, DataError> {
+        if !root.is_dir() {
+            return Err(DataError::Missing(root.to_path_buf()));
+        }
+        let class_dirs: Vec<PathBuf> = read_dir_sorted(root)?
+            .into_iter()
+            .filter(|p| p.is_dir())
+            .collect();
+        if class_dirs.is_empty() {
+            return Err(DataError::NoClasses(root.to_path_buf()));
+        }
+        let mut files = Vec::new();
+        let mut classes = Vec::new();
+        for (label, dir) in class_dirs.iter().enumerate() {
+            let imgs: Vec<PathBuf> = read_dir_sorted(dir)?
+                .into_iter()
+                .filter(|p| p.is_file() && is_image(p))
+                .collect();
+            if imgs.is_empty() {
+                return Err(DataError::EmptyClass(dir.clone()));
+            }
+            classes.push(
+                dir.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+            files.extend(imgs.into_iter().map(|p| (p, label as i64)));
+        }
+        Ok(ImageFolder {
+            files,
+            classes,
+            split,
+            size,
+        })
+    }
+
+    /// Class names (directory names) in label order.
+    pub fn classes(&self) -> &[String] {
+        &self.classes
+    }
+}
+
+impl Dataset for ImageFolder {
+    fn len(&self) -> usize {
+        self.files.len()
+    }
+    fn sample_shape(&self) -> [usize; 3] {
+        [3, self.size, self.size]
+    }
+    fn load(&self, index: usize, rng: &mut SplitMix64) -> Result<Sample, SampleError> {
+        let (path, label) = &self.files[index];
+        let err = |reason: String| SampleError {
+            index,
+            source_name: path.display().to_string(),
+            reason,
+        };
+        let img = image::open(path)
+            .map_err(|e| err(format!("cannot decode: {e}")))?
+            .to_rgb8();
+        if img.width() == 0 || img.height() == 0 {
+            return Err(err("empty image".into()));
+        }
+        let out = match self.split {
+            Split::Train => {
+                let mut out = random_resized_crop(&img, self.size, rng);
+                if rng.next_f64() < 0.5 {
+                    image::imageops::flip_horizontal_in_place(&mut out);
+                }
+                out
+            }
+            Split::Val => resize_center_crop(&img, self.size),
+        };
+        Ok(Sample {
+            pixels: normalize_chw(&out, IMAGENET_MEAN, IMAGENET_STD),
+            label: *label,
+        })
+    }
+}
+
+/// torchvision `RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3))`.
+pub fn random_resized_crop(img: &RgbImage, size: usize, rng: &mut SplitMix64) -> RgbImage {
+    let (w, h) = (img.width() as f64, img.height() as f64);
+    let area = w * h;
+    let (lr0, lr1) = ((3.0f64 / 4.0).ln(), (4.0f64 / 3.0).ln());
+    for _ in 0..10 {
+        let target = area * rng.uniform(0.08, 1.0);
+        let ratio = rng.uniform(lr0, lr1).exp();
+        let cw = (target * ratio).sqrt().round();
+        let ch = (target / ratio).sqrt().round();
+        if cw > 0.0 && ch > 0.0 && cw <= w && ch <= h {
+            let x = rng.below((w - cw) as u64 + 1) as u32;
+            let y = rng.below((h - ch) as u64 + 1) as u32;
+            let crop = image::imageops::crop_imm(img, x, y, cw as u32, ch as u32).to_image();
+            return image::imageops::resize(&crop, size as u32, size as u32, FilterType::Triangle);
+        }
+    }
+    // Fallback: central crop within the ratio bounds.
+    let in_ratio = w / h;
+    let (cw, ch) = if in_ratio < 3.0 / 4.0 {
+        (w, (w / (3.0 / 4.0)).round())
+    } else if in_ratio > 4.0 / 3.0 {
+        ((h * 4.0 / 3.0).round(), h)
+    } else {
+        (w, h)
+    };
+    let x = ((w - cw) / 2.0) as u32;
+    let y = ((h - ch) / 2.0) as u32;
+    let crop = image::imageops::crop_imm(img, x, y, cw as u32, ch as u32).to_image();
+    image::imageops::resize(&crop, size as u32, size as u32, FilterType::Triangle)
+}
+
+/// torchvision `Resize(size * 256 / 224)` (shorter side) then `CenterCrop(size)`.
+pub fn resize_center_crop(img: &RgbImage, size: usize) -> RgbImage {
+    let short = ((size * 256) / 224).max(size) as f64;
+    let (w, h) = (img.width() as f64, img.height() as f64);
+    let scale = short / w.min(h);
+    let (nw, nh) = (
+        ((w * scale).round() as u32).max(size as u32),
+        ((h * scale).round() as u32).max(size as u32),
+    );
+    let resized = image::imageops::resize(img, nw, nh, FilterType::Triangle);
+    let x = (nw - size as u32) / 2;
+    let y = (nh - size as u32) / 2;
+    image::imageops::crop_imm(&resized, x, y, size as u32, size as u32).to_image()
+}
+
+/// HWC u8 → CHW f32, `(x/255 - mean) / std`.
+pub fn normalize_chw(img: &RgbImage, mean: [f32; 3], std: [f32; 3]) -> Vec<f32> {
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    let mut out = vec![0f32; 3 * w * h];
+    for (i, px) in img.pixels().enumerate() {
+        for c in 0..3 {
+            out[c * w * h + i] = (px[c] as f32 / 255.0 - mean[c]) / std[c];
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// CIFAR-10
+
+/// CIFAR-10 binary version: records of 1 label byte + 3072 pixel bytes (R, G, B planes of
+/// 32×32). Train: `data_batch_*.bin` (random crop with 4-pixel padding + flip); val:
+/// `test_batch.bin`.
+pub struct Cifar10 {
+    records: Vec<u8>,
+    split: Split,
+}
+
+const CIFAR_RECORD: usize = 3073;
+
+impl Cifar10 {
+    /// Whether `root` looks like the CIFAR-10 binary layout.
+    pub fn detect(root: &Path) -> bool {
+        root.join("data_batch_1.bin").is_file() || root.join("test_batch.bin").is_file()
+    }
+
+    /// Load a split fully into memory (180 MB for the real training set).
+    pub fn load(root: &Path, split: Split) -> Result<Cifar10, DataError> {
+        let files: Vec<PathBuf> = match split {
+            Split::Train => read_dir_sorted(root)?
+                .into_iter()
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("data_batch_") && n.ends_with(".bin"))
+                })
+                .collect(),
+            Split::Val => vec![root.join("test_batch.bin")],
+        };
+        if files.is_empty() {
+            return Err(DataError::Missing(root.join("data_batch_1.bin")));
+        }
+        let mut records = Vec::new();
+        for f in files {
+            let bytes = std::fs::read(&f).map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => DataError::Missing(f.clone()),
+                _ => DataError::Io {
+                    path: f.clone(),
+                    source,
+                },
+            })?;
+            if bytes.is_empty() || bytes.len() % CIFAR_RECORD != 0 {
+                return Err(DataError::CifarSize {
+                    path: f,
+                    len: bytes.len() as u64,
+                });
+            }
+            if let Some((record, rec)) = bytes
+                .chunks(CIFAR_RECORD)
+                .enumerate()
+                .find(|(_, r)| r[0] > 9)
+            {
+                return Err(DataError::CifarLabel {
+                    path: f,
+                    record,
+                    label: rec[0],
+                });
+            }
+            records.extend_from_slice(&bytes);
+        }
+        Ok(Cifar10 { records, split })
+    }
+}
+
+impl Dataset for Cifar10 {
+    fn len(&self) -> usize {
+        self.records.len() / CIFAR_RECORD
+    }
+    fn sample_shape(&self) -> [usize; 3] {
+        [3, 32, 32]
+    }
+    fn load(&self, index: usize, rng: &mut SplitMix64) -> Result<Sample, SampleError> {
+        let rec = &self.records[index * CIFAR_RECORD..(index + 1) * CIFAR_RECORD];
+        let px = &rec[1..];
+        let (dx, dy, flip) = match self.split {
+            Split::Train => (
+                rng.below(9) as i64 - 4,
+                rng.below(9) as i64 - 4,
+                rng.next_f64() < 0.5,
+            ),
+            Split::Val => (0, 0, false),
+        };
+        let mut pixels = vec![0f32; 3072];
+        for c in 0..3 {
+            for y in 0..32i64 {
+                for x in 0..32i64 {
+                    let sx = if flip { 31 - x } else { x } + dx;
+                    let sy = y + dy;
+                    let v = if (0..32).contains(&sx) && (0..32).contains(&sy) {
+                        px[c * 1024 + (sy * 32 + sx) as usize] as f32 / 255.0
+                    } else {
+                        0.0 // torchvision RandomCrop(padding=4) pads the raw image with black
+                    };
+                    pixels[c * 1024 + (y * 32 + x) as usize] = (v - CIFAR_MEAN[c]) / CIFAR_STD[c];
+                }
+            }
+        }
+        Ok(Sample {
+            pixels,
+            label: rec[0] as i64,
+        })
+    }
+}

@@ -1,0 +1,131 @@
+//! run_resnet's command line: every spec argument in --help, --print_cmd round-trips, bad
+//! input exits 2 with a clear message.
+
+mod common;
+
+use common::{run, text, BIN};
+use std::process::Command;
+
+#[test]
+fn help_lists_every_spec_argument_with_defaults() {
+    let spec = modelzoo_resnet::run::spec().unwrap();
+    let o = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    // Collapse the wrapping of `--help` so "[default: 42]" is found whatever the line breaks.
+    let help = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for a in &spec.args {
+        assert!(
+            help.contains(&format!("--{}", a.name)),
+            "--help lacks --{}:\n{help}",
+            a.name
+        );
+        if let Some(d) = a.default_text() {
+            assert!(
+                help.contains(&format!("[default: {d}]")),
+                "--help lacks default of --{}",
+                a.name
+            );
+        }
+    }
+    assert!(help.contains("resnet18") && help.contains("--bs"), "{help}");
+}
+
+#[test]
+fn print_cmd_round_trips() {
+    let args: Vec<String> = [
+        "--bs",
+        "16",
+        "--model_name",
+        "resnet34",
+        "--amp",
+        "-o",
+        "Engine.logging_freq=5",
+        "--output_dir",
+        "/tmp/a b",
+        "--lr",
+        "0.05",
+        "--channels_last",
+        "--print_cmd",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let first = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        first.starts_with("run_resnet \\\n    --model_name resnet34 \\\n"),
+        "{first}"
+    );
+    assert!(
+        first.contains("--batch_size 16") && first.contains("'/tmp/a b'"),
+        "{first}"
+    );
+    // Feed it back (plus --print_cmd): the same resolved command comes out.
+    let mut again = shlex::split(&first.replace("\\\n", " ")).unwrap();
+    again.remove(0);
+    again.push("--print_cmd".into());
+    let o2 = run(&again);
+    assert!(o2.status.success(), "{}", text(&o2));
+    assert_eq!(String::from_utf8(o2.stdout).unwrap(), first);
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(empty.join("train")).unwrap();
+    let noimg = dir.path().join("noimg");
+    std::fs::create_dir_all(noimg.join("train/cat")).unwrap();
+    std::fs::write(noimg.join("train/cat/readme.txt"), "x").unwrap();
+    let out = dir.path().join("out").display().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--batch_sise".into(), "3".into()], "--batch_size"),
+        (vec!["--bs".into(), "x".into()], "invalid digit"),
+        (
+            vec!["--model_name".into(), "resnet19".into()],
+            "resnet18, resnet34, resnet50, resnet101, resnet152",
+        ),
+        (vec!["--amp_dtype".into(), "fp8".into()], "auto, fp16, bf16"),
+        (
+            vec!["--bs".into(), "0".into()],
+            "--batch_size 0: must be a positive integer",
+        ),
+        (
+            vec![
+                "--dataset_path".into(),
+                dir.path().join("nope").display().to_string(),
+            ],
+            "does not exist",
+        ),
+        (
+            vec!["--dataset_path".into(), empty.display().to_string()],
+            "no class directories",
+        ),
+        (
+            vec!["--dataset_path".into(), noimg.display().to_string()],
+            "holds no .jpg/.jpeg/.png images",
+        ),
+        (
+            vec!["--device".into(), "gpu".into()],
+            "cpu, cuda, cuda:N, sdaa, sdaa:N",
+        ),
+        (
+            vec!["--nproc_per_node".into(), "2".into()],
+            "not implemented",
+        ),
+        (vec!["-o".into(), "Engine.max_stepz=3".into()], "max_steps"),
+    ];
+    for (args, want) in cases {
+        let mut a = args.clone();
+        a.extend(["--output_dir".to_string(), out.clone()]);
+        let o = run(&a);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(want), "{args:?}: want {want:?} in\n{t}");
+        assert!(!t.contains("panicked"), "{args:?}: {t}");
+    }
+}
