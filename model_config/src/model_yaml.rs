@@ -161,7 +161,7 @@ impl ModelYaml {
             serde_yaml::from_str(text).map_err(|e| parse_error(path, &e))?
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-        let root = dir.join(raw.root.unwrap_or_else(|| PathBuf::from("..")));
+        let root = normalize(&dir.join(raw.root.unwrap_or_else(|| PathBuf::from(".."))));
         let yaml = ModelYaml {
             file: path.to_path_buf(),
             root,
@@ -344,6 +344,12 @@ fn has_models_key(text: &str) -> bool {
         l.strip_prefix("models")
             .is_some_and(|rest| rest.trim_start().starts_with(':'))
     })
+}
+
+/// The real path when it exists (symlinks and `..` resolved, so messages read well and `..`
+/// means what the file system says), else the path as joined.
+fn normalize(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// `--step N`, `--step=N` (or the `--steps` alias) as a whole word in the command.

@@ -55,7 +55,7 @@ fn python_scaffold_passes_validate_and_its_launcher_runs() {
     let index = model_config::ModelYaml::load(&root.join("model_config/model.yaml")).unwrap();
     assert_eq!(
         index.model_dir(index.get("vit_tiny").unwrap()),
-        root.join("model_config/../Classification/vit_tiny")
+        root.join("Classification/vit_tiny")
     );
 
     // The real validator accepts the fresh directory as is.
