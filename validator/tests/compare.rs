@@ -453,3 +453,33 @@ fn modelzoo_loss_matches_python_loss_py() {
     assert!((cmp.figures.mean_diff_signed - field("mean_diff")).abs() <= 1e-12);
     assert_eq!(cmp.verdict.pass, stdout.contains("pass=True"));
 }
+
+/// A CUDA log in tcap JSON (Python-repr `data`, no rank key) against an SDAA log in tcap stdout
+/// lines of 4 ranks and an NVIDIA `DLLL` log: the steps pair across formats.
+#[test]
+fn logs_in_different_formats_pair_by_step() {
+    let t = tempfile::tempdir().unwrap();
+    let stdout = t.path().join("sdaa.log");
+    let rank0 = stdout_log(&stdout, 150, 1.003, &[]);
+    let mut json = String::from("TCAPPDLL {\"timestamp\": \"1\", \"type\": \"METADATA\", \"metric\": \"train.loss\", \"metadata\": {\"unit\": \"\"}}\n");
+    let mut dlll = String::new();
+    for (it, v) in rank0.iter().enumerate() {
+        let b = v / 1.003;
+        writeln!(json, "TCAPPDLL {{\"timestamp\": \"1\", \"type\": \"LOG\", \"step\": [{}, {}], \"data\": \"{{'train.loss': '{b}', 'train.ips': '1.0'}}\"}}", it / 100, it % 100).unwrap();
+        writeln!(dlll, "DLLL {{\"timestamp\": \"1\", \"datetime\": \"x\", \"elapsedtime\": \"1\", \"type\": \"LOG\", \"step\": [{}, {}], \"data\": {{\"train.loss\": {b}}}}}", it / 100, it % 100).unwrap();
+    }
+    let (json_path, dlll_path) = (t.path().join("cuda.json"), t.path().join("cuda.dlll"));
+    fs::write(&json_path, json).unwrap();
+    fs::write(&dlll_path, dlll).unwrap();
+    for base in [&json_path, &dlll_path] {
+        let cmp = compare_files(base, &stdout, &Options::default()).unwrap();
+        assert_eq!(cmp.figures.steps_compared, 150, "{}", base.display());
+        assert_eq!(cmp.only_in_baseline + cmp.only_in_candidate, 0);
+        assert!(
+            (cmp.figures.final_rel_err - 0.003).abs() < 1e-9,
+            "{}",
+            cmp.figures.final_rel_err
+        );
+        assert!(cmp.verdict.pass);
+    }
+}
