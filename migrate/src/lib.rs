@@ -15,19 +15,7 @@ pub use tree::{scan, write, FileChange, Finding, MigrateError, Report, Skipped};
 
 /// The unified diff of every change (`a/<path>` → `b/<path>`), as `git diff` would show it.
 pub fn render_diff(report: &Report) -> String {
-    let mut out = String::new();
-    for change in &report.changes {
-        let path = change.path.display().to_string();
-        let diff = similar::TextDiff::from_lines(&change.old, &change.new);
-        let _ = write!(
-            out,
-            "{}",
-            diff.unified_diff()
-                .context_radius(3)
-                .header(&format!("a/{path}"), &format!("b/{path}"))
-        );
-    }
-    out
+    report.changes.iter().map(|c| c.diff.as_str()).collect()
 }
 
 /// The summary: files scanned and changed, rewrites per rule, findings and skipped files.

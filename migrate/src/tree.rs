@@ -40,6 +40,9 @@ pub struct FileChange {
     #[serde(skip)]
     pub new: String,
     pub rewrites: BTreeMap<&'static str, usize>,
+    /// Unified diff `a/<path>` → `b/<path>`.
+    #[serde(skip)]
+    pub diff: String,
 }
 
 /// A finding the user must look at, located in a file.
@@ -115,6 +118,8 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
         root: root.to_path_buf(),
         ..Report::default()
     };
+    // Walk first (sorted, so output order is stable), then migrate the files in parallel.
+    let mut files: Vec<(PathBuf, PathBuf, FileKind)> = Vec::new();
     let walker = walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -136,69 +141,137 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
             continue;
         }
         let name = entry.file_name().to_string_lossy();
-        let Some(kind) = FileKind::of(&name) else {
-            continue;
-        };
-        let rel = relative(root, entry.path());
-        let bytes = match std::fs::read(entry.path()) {
-            Ok(b) => b,
-            Err(err) => {
-                report.skipped.push(Skipped {
-                    path: rel,
-                    reason: format!("cannot read: {err}"),
-                });
-                continue;
+        if let Some(kind) = FileKind::of(&name) {
+            let rel = relative(root, entry.path());
+            files.push((entry.into_path(), rel, kind));
+        }
+    }
+    let results = parallel_map(&files, |(path, rel, kind)| migrate_file(path, rel, *kind));
+    for result in results {
+        match result {
+            FileResult::Skipped(s) => report.skipped.push(s),
+            FileResult::Done {
+                rel,
+                outcome,
+                change,
+            } => {
+                report.files_scanned += 1;
+                for Note {
+                    line,
+                    rule,
+                    message,
+                } in outcome.notes
+                {
+                    report.findings.push(Finding {
+                        path: rel.clone(),
+                        line,
+                        rule,
+                        message,
+                    });
+                }
+                for (rule, n) in &outcome.rewrites {
+                    *report.rule_counts.entry(rule).or_default() += n;
+                }
+                if let Some(change) = change {
+                    report.changes.push(change);
+                }
             }
-        };
-        if bytes.contains(&0) {
-            report.skipped.push(Skipped {
-                path: rel,
-                reason: "binary (contains NUL bytes)".into(),
-            });
-            continue;
-        }
-        let text = match String::from_utf8(bytes) {
-            Ok(t) => t,
-            Err(err) => {
-                report.skipped.push(Skipped {
-                    path: rel,
-                    reason: format!(
-                        "not UTF-8 (invalid byte at offset {}); convert it to UTF-8 and run again",
-                        err.utf8_error().valid_up_to()
-                    ),
-                });
-                continue;
-            }
-        };
-        report.files_scanned += 1;
-        let mut outcome = migrate_text(&text, kind);
-        outcome.notes.sort_by_key(|n| n.line);
-        for Note {
-            line,
-            rule,
-            message,
-        } in outcome.notes
-        {
-            report.findings.push(Finding {
-                path: rel.clone(),
-                line,
-                rule,
-                message,
-            });
-        }
-        for (rule, n) in &outcome.rewrites {
-            *report.rule_counts.entry(rule).or_default() += n;
-        }
-        if outcome.text != text {
-            report.changes.push(FileChange {
-                path: rel,
-                old: text,
-                new: outcome.text,
-                rewrites: outcome.rewrites,
-            });
         }
     }
     Ok(report)
+}
+
+enum FileResult {
+    Skipped(Skipped),
+    Done {
+        rel: PathBuf,
+        outcome: crate::rules::FileOutcome,
+        change: Option<FileChange>,
+    },
+}
+
+/// Reads and migrates one file, rendering its diff (the expensive part, so it runs here, in
+/// parallel, rather than when printing).
+fn migrate_file(path: &Path, rel: &Path, kind: FileKind) -> FileResult {
+    let skipped = |reason: String| {
+        FileResult::Skipped(Skipped {
+            path: rel.to_path_buf(),
+            reason,
+        })
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(err) => return skipped(format!("cannot read: {err}")),
+    };
+    if bytes.contains(&0) {
+        return skipped("binary (contains NUL bytes)".into());
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(err) => {
+            return skipped(format!(
+                "not UTF-8 (invalid byte at offset {}); convert it to UTF-8 and run again",
+                err.utf8_error().valid_up_to()
+            ))
+        }
+    };
+    let mut outcome = migrate_text(&text, kind);
+    outcome.notes.sort_by_key(|n| n.line);
+    let change = if outcome.text != text {
+        let shown = rel.display().to_string();
+        let diff = similar::TextDiff::from_lines(&text, &outcome.text)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{shown}"), &format!("b/{shown}"))
+            .to_string();
+        Some(FileChange {
+            path: rel.to_path_buf(),
+            new: std::mem::take(&mut outcome.text),
+            old: text,
+            rewrites: outcome.rewrites.clone(),
+            diff,
+        })
+    } else {
+        None
+    };
+    FileResult::Done {
+        rel: rel.to_path_buf(),
+        outcome,
+        change,
+    }
+}
+
+/// `f` over `items` on every available core, results in input order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(items.len().max(1));
+    if threads <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<R>> = Vec::with_capacity(items.len());
+    slots.resize_with(items.len(), || None);
+    let slots = std::sync::Mutex::new(slots);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                if let Ok(mut all) = slots.lock() {
+                    all[i] = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Writes the report's changes: each file atomically (temp file in the same directory,
