@@ -155,3 +155,56 @@ fn autocast_on_sdaa_runs_convs_in_half_and_restores_state() {
     assert_eq!(y.kind(), Kind::Half);
     assert_eq!(conv.forward(&x).kind(), Kind::Float);
 }
+
+#[test]
+fn sgd_training_steps_on_sdaa_equal_cpu_bit_for_bit() {
+    use tch::nn::OptimizerConfig;
+    let d = sdaa();
+    let input = Tensor::randn([8, 3, 16, 16], (Kind::Float, tch::Device::Cpu));
+    let target = Tensor::from_slice(&[0i64, 1, 2, 3, 4, 5, 6, 7]);
+    let init = nn::VarStore::new(tch::Device::Cpu);
+    let _ = net(&init.root());
+
+    let train = |device: Option<&Device>| {
+        let mut vs = nn::VarStore::new(tch::Device::Cpu);
+        let model = net(&vs.root());
+        vs.copy(&init).unwrap();
+        // The optimizer is built before the move: it must follow the variables.
+        let mut opt = nn::Sgd {
+            momentum: 0.9,
+            ..Default::default()
+        }
+        .build(&vs, 0.05)
+        .unwrap();
+        let (x, y) = match device {
+            Some(dev) => {
+                dev.move_var_store(&mut vs).unwrap();
+                (dev.to_device(&input), dev.to_device(&target))
+            }
+            None => (input.shallow_clone(), target.shallow_clone()),
+        };
+        let mut losses = Vec::new();
+        for _ in 0..3 {
+            let loss = model.forward_t(&x, true).cross_entropy_for_logits(&y);
+            opt.backward_step(&loss);
+            losses.push(f32::try_from(&loss.to_device(tch::Device::Cpu)).unwrap());
+        }
+        let mut weights: Vec<(String, Tensor)> = vs
+            .variables()
+            .into_iter()
+            .map(|(n, v)| (n, v.to_device(tch::Device::Cpu)))
+            .collect();
+        weights.sort_by(|a, b| a.0.cmp(&b.0));
+        (losses, weights)
+    };
+    let (cpu_losses, cpu_w) = train(None);
+    let (sdaa_losses, sdaa_w) = train(Some(&d));
+    assert_eq!(cpu_losses, sdaa_losses);
+    assert!(
+        cpu_losses[2] < cpu_losses[0],
+        "training did not reduce the loss: {cpu_losses:?}"
+    );
+    for ((n, a), (_, b)) in cpu_w.iter().zip(&sdaa_w) {
+        assert!(a.equal(b), "weights of {n} differ after 3 steps");
+    }
+}
