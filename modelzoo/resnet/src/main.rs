@@ -14,6 +14,14 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
+    // tch reports libtorch errors as panics; `run` catches them and prints the message as an
+    // error line, so the hook only notes where (RUST_LOG=debug shows the full text).
+    std::panic::set_hook(Box::new(|info| {
+        tracing::debug!("{info}");
+        if let Some(loc) = info.location() {
+            eprintln!("run_resnet: libtorch error raised at {loc}");
+        }
+    }));
     let spec = match run::spec() {
         Ok(s) => s,
         Err(e) => {

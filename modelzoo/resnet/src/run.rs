@@ -38,6 +38,9 @@ pub enum RunError {
     /// Training itself failed (non-finite loss, I/O during the run): exit 1.
     #[error(transparent)]
     Train(#[from] EngineError),
+    /// libtorch raised an error mid-run (tch turns those into panics; caught here): exit 1.
+    #[error("libtorch failed during training: {0}")]
+    Libtorch(String),
     /// The metric log could not be written completely: exit 1.
     #[error("writing the metric log {path}: {source}")]
     Log {
@@ -52,7 +55,7 @@ impl RunError {
     pub fn exit_code(&self) -> u8 {
         match self {
             RunError::Input(_) => 2,
-            RunError::Train(_) | RunError::Log { .. } => 1,
+            RunError::Train(_) | RunError::Libtorch(_) | RunError::Log { .. } => 1,
         }
     }
 }
@@ -347,10 +350,14 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
     let stop = install_signal_handlers()
         .map_err(|e| input(format!("cannot install signal handlers: {e}")))?;
     let dev: &dyn TrainDevice = &device;
-    let summary = {
+    let fitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut engine =
             Engine::new(module, dev, settings, Box::new(DlSink(&mut logger)))?.with_stop_flag(stop);
-        engine.fit(&train, Some(&val))?
+        engine.fit(&train, Some(&val))
+    }));
+    let summary = match fitted {
+        Ok(r) => r?,
+        Err(payload) => return Err(RunError::Libtorch(panic_text(payload.as_ref()))),
     };
     if summary.skipped_samples > 0 {
         tracing::warn!(
@@ -362,4 +369,26 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         .finish()
         .map_err(|source| RunError::Log { path: json, source })?;
     Ok(summary)
+}
+
+/// The useful part of a libtorch error carried by a tch panic: its message without the C++
+/// stack and the dispatcher's list of backends.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    let raw = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown error");
+    let first = raw
+        .split("\\n")
+        .next()
+        .unwrap_or(raw)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim();
+    let cut = first
+        .find(" is only available for these backends")
+        .map_or(first, |i| &first[..i]);
+    cut.chars().take(600).collect()
 }

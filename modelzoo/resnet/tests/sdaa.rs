@@ -1,0 +1,92 @@
+//! run_resnet on the SDAA emulator (target/sdaa-emulator, built by `make build`). The emulator
+//! is a stand-in for hardware we cannot have: these runs prove the plumbing (device loading,
+//! PrivateUse1 placement, logging), never SDAA performance or numerics.
+
+mod common;
+
+use common::{log_of, series, text, BIN};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn emulator_home() -> PathBuf {
+    let home = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
+    let plugin = home.join("lib64/libtorch_sdaa.so");
+    assert!(
+        plugin.is_file(),
+        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
+        plugin.display()
+    );
+    home.canonicalize().unwrap_or(home)
+}
+
+fn run_on_emulator(args: &[&str], out: &std::path::Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--output_dir")
+        .arg(out)
+        .env("SDAA_HOME", emulator_home())
+        .env_remove("TECO_HOME")
+        .env_remove("SDAA_TORCH_PLUGIN")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run_resnet starts")
+}
+
+#[test]
+fn resnet18_fp32_trains_on_the_emulator_and_its_log_parses() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_on_emulator(
+        &[
+            "--model_name",
+            "resnet18",
+            "--batch_size",
+            "16",
+            "--device",
+            "sdaa",
+            "--step",
+            "3",
+            "--logging_freq",
+            "1",
+            "--synthetic_samples",
+            "64",
+            "--image_size",
+            "64",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let losses = series(&log_of(dir.path(), "resnet18"), "train.loss");
+    assert_eq!(losses.len(), 3, "{}", text(&o));
+    assert!(losses.iter().all(|(_, l)| l.is_finite()));
+    assert!(!series(&log_of(dir.path(), "resnet18"), "val.top1").is_empty());
+}
+
+#[test]
+#[ignore = "the emulator's torch plugin registers no AutocastPrivateUse1 kernels yet (aten::batch_norm fails under autocast on sdaa); un-ignore when device-sdaa's emulator does"]
+fn resnet50_amp_bs64_three_steps_on_the_emulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_on_emulator(
+        &[
+            "--model_name",
+            "resnet50",
+            "--batch_size",
+            "64",
+            "--device",
+            "sdaa",
+            "--autocast",
+            "--step",
+            "3",
+            "--logging_freq",
+            "1",
+            "--synthetic_samples",
+            "256",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let log = log_of(dir.path(), "resnet50");
+    let losses = series(&log, "train.loss");
+    assert_eq!(losses.len(), 3, "{}", text(&o));
+    assert!(losses.iter().all(|(_, l)| l.is_finite()), "{losses:?}");
+    assert_eq!(series(&log, "train.ips").len(), 3);
+}
