@@ -170,6 +170,65 @@ impl Communicator {
     }
 }
 
+/// TCCL data type of a tensor kind, if TCCL carries it.
+pub fn dtype_of(kind: tch::Kind) -> Option<c_int> {
+    use crate::bindings::tccl_dtype as d;
+    Some(match kind {
+        tch::Kind::Int8 => d::INT8,
+        tch::Kind::Uint8 => d::UINT8,
+        tch::Kind::Int => d::INT32,
+        tch::Kind::Int64 => d::INT64,
+        tch::Kind::Half => d::FLOAT16,
+        tch::Kind::Float => d::FLOAT32,
+        tch::Kind::Double => d::FLOAT64,
+        tch::Kind::BFloat16 => d::BFLOAT16,
+        _ => return None,
+    })
+}
+
+impl Communicator {
+    fn tensor_args(t: &tch::Tensor, call: &'static str) -> Result<(c_int, usize), TcclError> {
+        let bad = |message: String| TcclError {
+            call,
+            code: 4,
+            message,
+        };
+        if !t.is_contiguous() {
+            return Err(bad("the tensor must be contiguous".into()));
+        }
+        let dtype =
+            dtype_of(t.kind()).ok_or_else(|| bad(format!("unsupported dtype {:?}", t.kind())))?;
+        Ok((dtype, t.numel()))
+    }
+
+    /// In-place all-reduce of a contiguous tensor on this rank's SDAA device (device memory
+    /// is passed as is; the emulator's is host memory).
+    pub fn all_reduce_tensor(&self, t: &mut tch::Tensor, op: ReduceOp) -> Result<(), TcclError> {
+        let (dtype, n) = Self::tensor_args(t, "tcclAllReduce")?;
+        let p = t.data_ptr();
+        check(&self.api, "tcclAllReduce", unsafe {
+            (self.api.all_reduce)(p, p, n, dtype, op as c_int, self.comm, std::ptr::null_mut())
+        })
+    }
+
+    /// In-place broadcast of a contiguous tensor from `root`.
+    pub fn broadcast_tensor(&self, t: &mut tch::Tensor, root: usize) -> Result<(), TcclError> {
+        let (dtype, n) = Self::tensor_args(t, "tcclBroadcast")?;
+        let p = t.data_ptr();
+        check(&self.api, "tcclBroadcast", unsafe {
+            (self.api.broadcast)(
+                p,
+                p,
+                n,
+                dtype,
+                root as c_int,
+                self.comm,
+                std::ptr::null_mut(),
+            )
+        })
+    }
+}
+
 impl Drop for Communicator {
     fn drop(&mut self) {
         if let Err(e) = check(&self.api, "tcclCommDestroy", unsafe {

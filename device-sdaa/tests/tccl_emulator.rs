@@ -48,6 +48,23 @@ fn child(rank: usize, id_hex: &str) {
         b.iter().enumerate().all(|(i, x)| *x == i as f64),
         "broadcast on rank {rank}"
     );
+    // Gradients living on the sdaa device, reduced in place.
+    std::env::set_var("SDAA_HOME", common::emulator_home());
+    let dev = device_sdaa::Device::open(device_sdaa::DeviceSpec {
+        kind: device_sdaa::DeviceKind::Sdaa,
+        index: Some(rank),
+    })
+    .expect("open sdaa");
+    let host = tch::Tensor::arange(10, (tch::Kind::Float, tch::Device::Cpu)) * (rank as f64 + 1.0);
+    let mut g = dev.to_device(&host);
+    comm.all_reduce_tensor(&mut g, ReduceOp::Avg)
+        .expect("allreduce tensor");
+    assert!(dev.holds(&g));
+    let want = tch::Tensor::arange(10, (tch::Kind::Float, tch::Device::Cpu)) * 1.5;
+    assert!(
+        dev.to_cpu(&g).equal(&want),
+        "tensor allreduce on rank {rank}"
+    );
     println!("rank {rank} ok");
 }
 
