@@ -223,6 +223,13 @@ impl Model {
         self.ffn_hidden_size.unwrap_or(4 * self.hidden_size)
     }
 
+    /// Parameters of the network this section describes, counting the tied embedding once.
+    pub fn num_params(&self) -> i64 {
+        let (h, f) = (self.hidden_size, self.ffn_hidden());
+        let block = 2 * 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h);
+        self.vocab_size * h + self.max_position_embeddings * h + self.num_layers * block + 2 * h
+    }
+
     /// Rejects shapes that cannot build and options we do not implement.
     pub fn validate(&self) -> Result<(), GptConfigError> {
         if let Some(name) = &self.name {

@@ -259,10 +259,7 @@ impl Gpt {
 
     /// Parameters, counting the tied embedding once.
     pub fn num_params(&self) -> i64 {
-        let c = &self.config;
-        let (h, f) = (c.hidden_size, c.ffn_hidden());
-        let block = 2 * 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h);
-        c.vocab_size * h + c.max_position_embeddings * h + c.num_layers * block + 2 * h
+        self.config.num_params()
     }
 
     /// Training FLOPs per token at sequence length `seq`: 6·N for the matmuls of forward and

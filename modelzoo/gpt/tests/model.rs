@@ -39,6 +39,15 @@ fn gpt2_small_has_124_439_808_parameters() {
     let gpt = Gpt::new(&vs.root(), &Model::default());
     assert_eq!(numel(&vs), 124_439_808 + 47 * 768);
     assert_eq!(gpt.num_params(), numel(&vs));
+    // GPT-2 medium (the seeds' 345M) with vocab 50257: 354,823,168, counted from the config.
+    let medium = Model {
+        vocab_size: 50257,
+        hidden_size: 1024,
+        num_layers: 24,
+        num_attention_heads: 16,
+        ..Model::default()
+    };
+    assert_eq!(medium.num_params(), 354_823_168);
 }
 
 #[test]
