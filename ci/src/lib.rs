@@ -7,6 +7,8 @@ pub mod report;
 pub mod runner;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use model_config::{ModelEntry, ModelYaml};
@@ -52,6 +54,9 @@ pub struct Options {
     pub path_prefix: Vec<PathBuf>,
     /// Grace period between SIGTERM and SIGKILL on timeout.
     pub kill_grace: Duration,
+    /// Set (e.g. from a SIGINT handler) to stop: the running commands' process groups are
+    /// killed and no further model starts.
+    pub cancel: Arc<AtomicBool>,
 }
 
 /// The outcome of one stage.
@@ -187,7 +192,11 @@ pub fn run_all(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(entry) = entries.get(i) else { break };
-                let r = check_model(yaml, entry, opts);
+                let r = if opts.cancel.load(Ordering::SeqCst) {
+                    not_run(yaml, entry, opts)
+                } else {
+                    check_model(yaml, entry, opts)
+                };
                 if let Ok(mut all) = results.lock() {
                     all[i] = Some(r);
                 }
@@ -196,6 +205,22 @@ pub fn run_all(
     });
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(results.into_iter().flatten().collect())
+}
+
+/// A model the check never got to (interrupted before it started).
+fn not_run(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> ModelResult {
+    let skip = || Stage::Skip("not run: interrupted".into());
+    let out_dir = opts.work_dir.join(&entry.name);
+    ModelResult {
+        name: entry.name.clone(),
+        dir: yaml.model_dir(entry),
+        layout: skip(),
+        run: skip(),
+        log: skip(),
+        command: entry.command_for(&opts.device, &out_dir),
+        console: out_dir.join("console.log"),
+        seconds: 0.0,
+    }
 }
 
 /// The three stages for one model.
@@ -280,6 +305,7 @@ fn run_and_check(
         console,
         &opts.path_prefix,
         opts.kill_grace,
+        &opts.cancel,
     );
     let tail = || console_tail(console);
     let run = match &outcome {
@@ -296,9 +322,17 @@ fn run_and_check(
             entry.timeout,
             tail()
         )),
+        RunOutcome::Interrupted => Stage::Fail(format!(
+            "interrupted (process group killed); last output: {}",
+            tail()
+        )),
         RunOutcome::SpawnFailed(e) => Stage::Fail(format!("cannot start `sh -c`: {e}")),
     };
-    let log = check_log(&entry.log_path(dir, out_dir), &entry.metrics);
+    let log = if outcome == RunOutcome::Interrupted {
+        Stage::Skip("not checked: interrupted".into())
+    } else {
+        check_log(&entry.log_path(dir, out_dir), &entry.metrics)
+    };
     (run, log)
 }
 

@@ -5,6 +5,7 @@
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process_group, Pid, Signal};
@@ -20,14 +21,17 @@ pub enum RunOutcome {
     },
     /// Ran past its timeout; its process group was killed.
     TimedOut,
+    /// The check was interrupted (SIGINT/SIGTERM); its process group was killed.
+    Interrupted,
     SpawnFailed(String),
 }
 
 const POLL: Duration = Duration::from_millis(20);
 
 /// Runs `command` with `sh -c` in `cwd`, stdout and stderr appended to `console`, PATH
-/// prefixed with `path_prefix`. Returns when it exits, or after `timeout` with its whole
-/// process group killed. Processes it left in its group are killed either way.
+/// prefixed with `path_prefix`. Returns when it exits, or after `timeout` (or once `cancel`
+/// is set) with its whole process group killed. Processes it left in its group are killed
+/// either way.
 pub fn run_command(
     command: &str,
     cwd: &Path,
@@ -35,6 +39,7 @@ pub fn run_command(
     console: &Path,
     path_prefix: &[PathBuf],
     kill_grace: Duration,
+    cancel: &AtomicBool,
 ) -> RunOutcome {
     let log = match std::fs::OpenOptions::new()
         .create(true)
@@ -74,14 +79,23 @@ pub fn run_command(
     let outcome = loop {
         match child.try_wait() {
             Ok(Some(status)) => break exit_outcome(status),
-            Ok(None) if Instant::now() >= deadline => {
-                tracing::warn!(command, "timed out; killing its process group");
+            Ok(None) if Instant::now() >= deadline || cancel.load(Ordering::SeqCst) => {
+                let interrupted = cancel.load(Ordering::SeqCst);
+                tracing::warn!(
+                    command,
+                    interrupted,
+                    "stopping it: killing its process group"
+                );
                 signal_group(pgid, Signal::TERM);
                 if wait_until(&mut child, Instant::now() + kill_grace).is_none() {
                     signal_group(pgid, Signal::KILL);
                     let _ = child.wait();
                 }
-                break RunOutcome::TimedOut;
+                break if interrupted {
+                    RunOutcome::Interrupted
+                } else {
+                    RunOutcome::TimedOut
+                };
             }
             Ok(None) => std::thread::sleep(POLL),
             Err(e) => {

@@ -40,6 +40,7 @@ fn opts(work: &Path) -> Options {
         work_dir: work.to_path_buf(),
         path_prefix: vec![],
         kill_grace: Duration::from_millis(500),
+        cancel: Default::default(),
     }
 }
 

@@ -19,11 +19,15 @@ fn modelzoo(args: &[&str]) -> (i32, String, String) {
 }
 
 fn zoo(root: &Path) {
+    zoo_with(root, &[("good", "good", 60), ("diverged", "nan", 60)]);
+}
+
+fn zoo_with(root: &Path, models: &[(&str, &str, u64)]) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ci/tests/data/train.sh");
     let mut yaml = String::from("models:\n");
-    for (name, mode) in [("good", "good"), ("diverged", "nan")] {
+    for (name, mode, timeout) in models {
         let plan = scaffold::plan(&NewModel {
-            name: name.into(),
+            name: name.to_string(),
             kind: Kind::Python,
             category: "NLP".into(),
             root: root.to_path_buf(),
@@ -32,7 +36,7 @@ fn zoo(root: &Path) {
         scaffold::apply(&plan).unwrap();
         std::fs::copy(&script, plan.model_dir.join("train.sh")).unwrap();
         yaml.push_str(&format!(
-            "  - name: {name}\n    path: NLP/{name}\n    framework: pytorch\n    category: NLP\n    devices: [cpu]\n    command: sh train.sh {mode} --step 4 --output_dir {{output_dir}}\n    log: \"{{output_dir}}/train.log\"\n    metrics: [train.loss, train.ips]\n    timeout: 60\n"
+            "  - name: {name}\n    path: NLP/{name}\n    framework: pytorch\n    category: NLP\n    devices: [cpu]\n    command: sh train.sh {mode} --step 4 --output_dir {{output_dir}}\n    log: \"{{output_dir}}/train.log\"\n    metrics: [train.loss, train.ips]\n    timeout: {timeout}\n"
         ));
     }
     std::fs::write(root.join("model_config/model.yaml"), yaml).unwrap();
@@ -113,4 +117,73 @@ fn ci_reports_and_exit_codes() {
     ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("missing.yaml"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_kills_the_running_command_group_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    zoo_with(root, &[("sleeper", "hang", 600), ("later", "good", 60)]);
+    let work = root.join("work");
+    let child = Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+        .args(["ci", "--model-yaml"])
+        .arg(root.join("model_config/model.yaml"))
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids_file = work.join("sleeper/pids");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&pids_file)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+        < 2
+    {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the hanging command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("sleeper run: interrupted (process group killed)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("later ") && l.split_whitespace().nth(2) == Some("skip")),
+        "the next model is not started: {stdout}"
+    );
+    for pid in std::fs::read_to_string(&pids_file).unwrap().lines() {
+        let pid: u32 = pid.trim().parse().unwrap();
+        let mut gone = false;
+        for _ in 0..100 {
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => gone = true,
+                Ok(stat) => gone = stat.split_whitespace().nth(2) == Some("Z"),
+            }
+            if gone {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(gone, "process {pid} survived Ctrl-C");
+    }
 }

@@ -5,7 +5,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use anyhow::Context;
 
 use model_config::ModelYaml;
 
@@ -65,7 +69,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         work_dir,
         path_prefix,
         kill_grace: Duration::from_secs(5),
+        cancel: Arc::new(AtomicBool::new(false)),
     };
+    // Ctrl-C / SIGTERM: the commands run in their own process groups and would not see it,
+    // so stop them ourselves (their groups are killed) and report what ran.
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&opts.cancel))
+            .context("cannot install the SIGINT/SIGTERM handler")?;
+    }
     let results = modelzoo_ci::run_all(&yaml, &entries, &opts)?;
     print!("{}", modelzoo_ci::render_table(&results));
     if let Some(path) = &args.junit {
@@ -73,6 +84,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.md {
         modelzoo_ci::write_atomic(path, &modelzoo_ci::render_markdown(&results))?;
+    }
+    if opts.cancel.load(Ordering::SeqCst) {
+        eprintln!("modelzoo ci: interrupted");
+        return Ok(ExitCode::from(130));
     }
     Ok(if results.iter().all(|r| r.passed()) {
         ExitCode::SUCCESS
