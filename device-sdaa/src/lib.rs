@@ -70,6 +70,9 @@ impl Device {
 
     /// Open a device: cpu always works; cuda loads libtorch_cuda.so and checks the ordinal;
     /// sdaa loads the SDAA libraries and the torch plugin and checks the ordinal.
+    ///
+    /// Open cuda/sdaa before the process runs its first backward pass: libtorch's autograd
+    /// engine sizes its per-device queues once, from the devices registered at that moment.
     pub fn open_with(spec: DeviceSpec, opts: &OpenOptions) -> Result<Device, DeviceError> {
         match spec.kind {
             DeviceKind::Cpu => Ok(Device::cpu()),
