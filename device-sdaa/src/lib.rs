@@ -303,11 +303,16 @@ impl Device {
         self.sdaa.as_ref().map(|s| s.libraries.api.tccl)
     }
 
-    /// A human-readable device name.
+    /// A human-readable device name ("NVIDIA H100 80GB HBM3" from the NVIDIA driver,
+    /// "SDAA emulator device 0" from the SDAA runtime, "cpu").
     pub fn name(&self) -> String {
         match self.kind() {
             DeviceKind::Cpu => "cpu".to_string(),
-            DeviceKind::Cuda => format!("CUDA device {}", self.ordinal()),
+            DeviceKind::Cuda => report::cuda_driver_info()
+                .ok()
+                .and_then(|(_, devices)| devices.into_iter().find(|d| d.index == self.ordinal()))
+                .map(|d| d.name)
+                .unwrap_or_else(|| format!("CUDA device {}", self.ordinal())),
             DeviceKind::Sdaa => self
                 .sdaa
                 .as_ref()

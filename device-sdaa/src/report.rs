@@ -278,7 +278,7 @@ fn cpu_model() -> Option<String> {
 }
 
 /// CUDA facts from the driver API (libcuda.so.1), without loading libtorch_cuda.
-fn cuda_driver_info() -> Result<(String, Vec<CudaDevice>), String> {
+pub(crate) fn cuda_driver_info() -> Result<(String, Vec<CudaDevice>), String> {
     type CuInit = unsafe extern "C" fn(c_uint) -> c_int;
     type CuCount = unsafe extern "C" fn(*mut c_int) -> c_int;
     type CuName = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int;
