@@ -264,6 +264,9 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         }
     }
     let mut settings = engine_settings(args)?;
+    if let Some(r) = &settings.resume {
+        modelzoo_engine::checkpoint::resolve(r).map_err(|e| input(format!("--resume: {e}")))?;
+    }
     let device_text = args.string("device").unwrap_or("cpu");
     let spec: DeviceSpec = device_text
         .parse()

@@ -118,6 +118,13 @@ fn bad_input_exits_2_with_a_clear_message() {
             "not implemented",
         ),
         (vec!["-o".into(), "Engine.max_stepz=3".into()], "max_steps"),
+        (
+            vec![
+                "--resume".into(),
+                dir.path().join("nockpt").display().to_string(),
+            ],
+            "no such checkpoint file or directory",
+        ),
     ];
     for (args, want) in cases {
         let mut a = args.clone();
