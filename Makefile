@@ -40,6 +40,9 @@ lint: setup
 
 test: build lint
 	$(CARGO) test --release --workspace --no-fail-fast
+	@# The PR functional check on the zoo itself: every model.yaml entry, on the CPU.
+	target/release/modelzoo ci --device cpu --work-dir target/modelzoo-ci \
+		--junit target/modelzoo-ci/junit.xml --md target/modelzoo-ci/summary.md
 
 bench: build
 	$(CARGO) bench --workspace

@@ -1,76 +1,31 @@
-//! `modelzoo env` — the device environment: the table torch_sdaa prints at import (Host IP,
-//! PyTorch, Torch-SDAA, SDAA Driver/Runtime, SDPTI, TecoDNN, TecoBLAS, CustomDNN, TecoRAND,
-//! TCCL — each `version (library path)` or `N/A`), then CPU and CUDA rows.
+//! `modelzoo env` — runs the `modelzoo-env` binary installed beside `modelzoo` with the same
+//! arguments (`modelzoo env --help` lists them).
 //!
-//! Exit codes: 0 the report was printed (even when only the CPU is there); 2 `--device` was
-//! given and that device could not be opened (the message says why).
+//! The environment report has to load libtorch and the device libraries; keeping it in its own
+//! binary means every other `modelzoo` command starts without loading libtorch.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
-
-use anyhow::Context;
-use device_sdaa::{env_report, Device, DeviceSpec, OpenOptions};
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitCode};
 
 #[derive(clap::Args)]
+#[command(disable_help_flag = true)]
 pub struct Args {
-    /// Print the same facts as one JSON object.
-    #[arg(long)]
-    pub json: bool,
-    /// The SDAA torch plugin library (overrides SDAA_TORCH_PLUGIN and the search).
-    #[arg(long = "sdaa_plugin", alias = "sdaa-plugin", value_name = "PATH")]
-    pub sdaa_plugin: Option<PathBuf>,
-    /// Also open this device (cpu, cuda, cuda:N, sdaa, sdaa:N) and check it works.
-    #[arg(long, value_name = "DEVICE")]
-    pub device: Option<DeviceSpec>,
-}
-
-/// What `--device` adds to the report.
-#[derive(serde::Serialize)]
-struct Opened {
-    device: String,
-    name: String,
-    process_group_backend: &'static str,
-    memory: Option<device_sdaa::MemoryInfo>,
+    /// Arguments for the environment report (see `modelzoo env --help`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opts = OpenOptions {
-        sdaa_plugin: args.sdaa_plugin,
-    };
-    let opened = match args.device {
-        Some(spec) => {
-            let device = Device::open_with(spec, &opts)
-                .with_context(|| format!("cannot open --device {spec}"))?;
-            device
-                .self_test()
-                .with_context(|| format!("--device {spec} opened but does not work"))?;
-            Some(Opened {
-                device: spec.to_string(),
-                name: device.name(),
-                process_group_backend: device.process_group_backend(),
-                memory: device.memory_info(),
-            })
-        }
-        None => None,
-    };
-    let report = env_report(&opts);
-    if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        if let (Some(o), Some(map)) = (&opened, value.as_object_mut()) {
-            map.insert("opened_device".into(), serde_json::to_value(o)?);
-        }
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else {
-        print!("{report}");
-        if let Some(o) = opened {
-            let memory = o.memory.map_or(String::new(), |m| {
-                format!(", {} of {} MiB free", m.free >> 20, m.total >> 20)
-            });
-            println!(
-                "opened {}: {} (process group backend {}{memory})",
-                o.device, o.name, o.process_group_backend
-            );
-        }
+    let exe = std::env::current_exe()?;
+    let env_bin = exe.with_file_name("modelzoo-env");
+    if !env_bin.is_file() {
+        anyhow::bail!(
+            "cannot find {}: `modelzoo env` runs the modelzoo-env binary built beside modelzoo \
+             (build it with `make build`)",
+            env_bin.display()
+        );
     }
-    Ok(ExitCode::SUCCESS)
+    let err = Command::new(&env_bin).args(&args.args).exec();
+    anyhow::bail!("cannot run {}: {err}", env_bin.display())
 }
