@@ -313,6 +313,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   return {to_sdaa(gi, device), to_sdaa(gw, device), to_sdaa(gb, device)};
 }
 
+// native_batch_norm updates running_mean/running_var in place, but its schema declares no
+// mutation (`Tensor? running_mean`), so the boxed CPU fallback would update CPU copies and
+// drop them: eval would then normalise with the initial statistics. Run the CPU kernel on host
+// aliases of the sdaa tensors instead, so the in-place updates land in the sdaa memory.
+std::optional<at::Tensor> host_alias_opt(const std::optional<at::Tensor>& t) {
+  if (t.has_value() && t->defined()) return host_alias(*t);
+  return std::nullopt;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+    const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
+  auto [out, save_mean, save_invstd] = at::native_batch_norm(
+      host_alias(input), host_alias_opt(weight), host_alias_opt(bias),
+      host_alias_opt(running_mean), host_alias_opt(running_var), training, momentum, eps);
+  const auto& device = input.device();
+  return {to_sdaa(out, device), to_sdaa(save_mean, device), to_sdaa(save_invstd, device)};
+}
+
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack);
 }
@@ -335,6 +355,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", &local_scalar_dense);
   m.impl("convolution_overrideable", &convolution_overrideable);
   m.impl("convolution_backward_overrideable", &convolution_backward_overrideable);
+  m.impl("native_batch_norm", &native_batch_norm);
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
