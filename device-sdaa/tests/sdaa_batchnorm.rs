@@ -116,10 +116,19 @@ fn batchnorm_running_stats_and_eval_equal_cpu_bit_for_bit() {
     assert!(cpu_eval.equal(&sdaa_eval), "eval-mode outputs differ");
 }
 
+/// `at::batch_norm` directly (train, train, eval) with fp32 and with fp16 input (fp32 running
+/// stats, as under autocast): the sdaa running stats are updated in place like the CPU's.
 #[test]
 fn functional_batch_norm_updates_sdaa_running_stats_in_place() {
+    for kind in [Kind::Float, Kind::Half] {
+        functional_batch_norm_case(kind);
+    }
+}
+
+fn functional_batch_norm_case(kind: Kind) {
     let d = sdaa();
-    let x = Tensor::randn([6, 5, 4, 4], (Kind::Float, tch::Device::Cpu)) * 2.0 - 0.5;
+    let x =
+        (Tensor::randn([6, 5, 4, 4], (Kind::Float, tch::Device::Cpu)) * 2.0 - 0.5).to_kind(kind);
     let run = |device: Option<&Device>| {
         let put = |t: &Tensor| device.map_or(t.shallow_clone(), |dev| dev.to_device(t));
         let to_cpu = |t: &Tensor| device.map_or(t.shallow_clone(), |dev| dev.to_cpu(t));
@@ -147,10 +156,19 @@ fn functional_batch_norm_updates_sdaa_running_stats_in_place() {
     };
     let (cm, cv, co) = run(None);
     let (sm, sv, so) = run(Some(&d));
-    assert!(!cm.equal(&cm.zeros_like()), "cpu running mean not updated");
-    assert!(cm.equal(&sm), "running_mean: cpu {cm:?} vs sdaa {sm:?}");
-    assert!(cv.equal(&sv), "running_var: cpu {cv:?} vs sdaa {sv:?}");
+    assert!(
+        !cm.equal(&cm.zeros_like()),
+        "{kind:?}: cpu running mean not updated"
+    );
+    assert!(
+        cm.equal(&sm),
+        "{kind:?} running_mean: cpu {cm:?} vs sdaa {sm:?}"
+    );
+    assert!(
+        cv.equal(&sv),
+        "{kind:?} running_var: cpu {cv:?} vs sdaa {sv:?}"
+    );
     for (i, (a, b)) in co.iter().zip(&so).enumerate() {
-        assert!(a.equal(b), "batch_norm output {i} differs");
+        assert!(a.equal(b), "{kind:?} batch_norm output {i} differs");
     }
 }
