@@ -101,9 +101,13 @@ pub struct FitSummary {
     pub skipped_samples: u64,
 }
 
-/// Set a flag on SIGINT / SIGTERM; the engine then finishes its step, saves and returns.
+/// Set a flag on SIGINT / SIGTERM; the engine then finishes its step, saves and returns. A
+/// second signal while the first is being handled exits at once (status 1).
 pub fn install_signal_handlers() -> std::io::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&flag))?;
+    }
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&flag))?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&flag))?;
     Ok(flag)
