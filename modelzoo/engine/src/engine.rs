@@ -210,7 +210,10 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         let accum = s.accumulate_steps.max(1);
         let steps_per_epoch = train.batches_per_epoch() as u64 / accum;
         if steps_per_epoch == 0 {
-            return Err(EngineError::NoData { batch_size: 0 });
+            return Err(EngineError::NoData {
+                batches: train.batches_per_epoch(),
+                accumulate: accum,
+            });
         }
         let mut total = steps_per_epoch * s.num_train_epochs;
         if let Some(m) = s.max_steps {

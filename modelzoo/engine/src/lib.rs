@@ -41,8 +41,8 @@ pub enum EngineError {
     },
     #[error("cannot place the model on {device}: {message}")]
     Device { device: String, message: String },
-    #[error("training data yields no batch (dataset smaller than one batch of {batch_size}?)")]
-    NoData { batch_size: usize },
+    #[error("training data yields {batches} batch(es) per epoch, fewer than accumulate_steps = {accumulate}: lower the batch size or the accumulation")]
+    NoData { batches: usize, accumulate: u64 },
     #[error("invalid engine settings: {0}")]
     Settings(String),
 }
