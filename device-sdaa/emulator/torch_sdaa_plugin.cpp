@@ -322,7 +322,7 @@ std::optional<at::Tensor> host_alias_opt(const std::optional<at::Tensor>& t) {
   return std::nullopt;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> host_native_batch_norm(
     const at::Tensor& input, const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
     const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
@@ -331,6 +331,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
       host_alias_opt(running_mean), host_alias_opt(running_var), training, momentum, eps);
   const auto& device = input.device();
   return {to_sdaa(out, device), to_sdaa(save_mean, device), to_sdaa(save_invstd, device)};
+}
+
+// The .out variant hides the same mutation: compute through the kernel above, then fill the
+// outputs (resized like any .out op).
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> host_native_batch_norm_out(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+    const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps,
+    at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
+  auto [o, m, s] = host_native_batch_norm(input, weight, bias, running_mean, running_var,
+                                          training, momentum, eps);
+  at::native::resize_output(out, o.sizes());
+  at::native::resize_output(save_mean, m.sizes());
+  at::native::resize_output(save_invstd, s.sizes());
+  out.copy_(o);
+  save_mean.copy_(m);
+  save_invstd.copy_(s);
+  return {out, save_mean, save_invstd};
 }
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -355,7 +373,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", &local_scalar_dense);
   m.impl("convolution_overrideable", &convolution_overrideable);
   m.impl("convolution_backward_overrideable", &convolution_backward_overrideable);
-  m.impl("native_batch_norm", &native_batch_norm);
+  m.impl("native_batch_norm", &host_native_batch_norm);
+  m.impl("native_batch_norm.out", &host_native_batch_norm_out);
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

@@ -172,3 +172,55 @@ fn functional_batch_norm_case(kind: Kind) {
         assert!(a.equal(b), "{kind:?} batch_norm output {i} differs");
     }
 }
+
+/// The `.out` variant hides the same mutation; its outputs start empty and are resized.
+#[test]
+fn native_batch_norm_out_updates_sdaa_running_stats() {
+    let d = sdaa();
+    let x = Tensor::randn([4, 3, 5, 5], (Kind::Float, tch::Device::Cpu)) + 0.7;
+    let run = |device: Option<&Device>| {
+        let put = |t: &Tensor| device.map_or(t.shallow_clone(), |dev| dev.to_device(t));
+        let to_cpu = |t: &Tensor| device.map_or(t.shallow_clone(), |dev| dev.to_cpu(t));
+        let cpu = (Kind::Float, tch::Device::Cpu);
+        let (mean, var) = (put(&Tensor::zeros([3], cpu)), put(&Tensor::ones([3], cpu)));
+        let empty = || put(&Tensor::empty([0], cpu));
+        let (out, save_mean, save_invstd) = (empty(), empty(), empty());
+        let _ = put(&x).native_batch_norm_out(
+            &out,
+            &save_mean,
+            &save_invstd,
+            None::<&Tensor>,
+            None::<&Tensor>,
+            Some(&mean),
+            Some(&var),
+            true,
+            0.1,
+            1e-5,
+        );
+        [mean, var, out, save_mean, save_invstd].map(|t| to_cpu(&t))
+    };
+    let cpu = run(None);
+    let dev = run(Some(&d));
+    assert_eq!(cpu[2].size(), vec![4, 3, 5, 5]);
+    assert!(
+        !cpu[0].equal(&cpu[0].zeros_like()),
+        "cpu running mean not updated"
+    );
+    for (i, name) in [
+        "running_mean",
+        "running_var",
+        "out",
+        "save_mean",
+        "save_invstd",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(
+            cpu[i].equal(&dev[i]),
+            "{name}: cpu {:?} vs sdaa {:?}",
+            cpu[i],
+            dev[i]
+        );
+    }
+}
