@@ -63,6 +63,32 @@ impl ImageBatch {
     }
 }
 
+/// Where the engine gets its batches: anything that yields a model's batch type epoch by epoch
+/// (the image [`Loader`], or a model's own reader such as GPT's token windows).
+pub trait BatchSource<B> {
+    /// Batches in one epoch.
+    fn batches_per_epoch(&self) -> usize;
+    /// The batches of `epoch` in order, skipping the first `skip` (resume mid-epoch) without
+    /// loading them.
+    fn epoch_batches(&self, epoch: u64, skip: usize) -> Box<dyn Iterator<Item = B> + '_>;
+    /// Samples skipped so far because they failed to load.
+    fn skipped(&self) -> u64 {
+        0
+    }
+}
+
+impl BatchSource<ImageBatch> for Loader {
+    fn batches_per_epoch(&self) -> usize {
+        Loader::batches_per_epoch(self)
+    }
+    fn epoch_batches(&self, epoch: u64, skip: usize) -> Box<dyn Iterator<Item = ImageBatch> + '_> {
+        Box::new(self.epoch(epoch, skip))
+    }
+    fn skipped(&self) -> u64 {
+        Loader::skipped(self)
+    }
+}
+
 /// How a [`Loader`] walks its dataset.
 #[derive(Debug, Clone, Copy)]
 pub struct LoaderOptions {

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tch::{nn::VarStore, Kind, Tensor};
 
 use crate::checkpoint::{self, Counters};
-use crate::data::{ImageBatch, Loader};
+use crate::data::BatchSource;
 use crate::device::TrainDevice;
 use crate::optim::{OptimizerConfig, Sgd};
 use crate::scaler::GradScaler;
@@ -38,19 +38,42 @@ pub struct StepInfo {
 
 /// The FleetX `BasicModule` contract: the model-specific parts of training.
 pub trait BasicModule {
+    /// What one step consumes (images + labels for ResNet, token windows for GPT); built on
+    /// the CPU by a [`BatchSource`], moved to the device by [`Self::pretreating_batch`].
+    type Batch;
     /// The model's variables (built on the CPU; the engine moves them to the device).
     fn var_store(&self) -> &VarStore;
     fn var_store_mut(&mut self) -> &mut VarStore;
     /// Prepare a CPU batch for the step: move it to the device, change its layout.
-    fn pretreating_batch(&mut self, batch: ImageBatch, device: &dyn TrainDevice) -> ImageBatch;
+    fn pretreating_batch(&mut self, batch: Self::Batch, device: &dyn TrainDevice) -> Self::Batch;
+    /// How many throughput items (`ips_unit`) a batch holds: images, or tokens.
+    fn items_in(&self, batch: &Self::Batch) -> usize;
+    /// Unit of `train.ips` in the log (`imgs/s`, `tokens/s`).
+    fn ips_unit(&self) -> &'static str {
+        "imgs/s"
+    }
+    /// Extra metrics for a logged training step (e.g. `train.mfu`), as (name, value); they are
+    /// declared through [`Self::train_metric_meta`].
+    fn train_metrics(&mut self, _info: &StepInfo) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+    /// (name, unit, goal) of each extra training metric [`Self::train_metrics`] returns.
+    fn train_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)> {
+        Vec::new()
+    }
+    /// (name, unit, goal) of each evaluation metric besides `val.loss` that
+    /// [`Self::validation_epoch_end`] returns.
+    fn val_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)> {
+        vec![("val.top1", "%", "MAXIMIZE"), ("val.top5", "%", "MAXIMIZE")]
+    }
     /// Forward pass in training mode; returns the scalar mean loss of the batch.
-    fn training_step(&mut self, batch: &ImageBatch) -> Tensor;
+    fn training_step(&mut self, batch: &Self::Batch) -> Tensor;
     /// Called after each logged optimizer step.
     fn training_step_end(&mut self, _info: &StepInfo) {}
     /// Called when an epoch's batches are exhausted.
     fn training_epoch_end(&mut self, _epoch: u64) {}
     /// Forward pass in evaluation mode (no grad).
-    fn validation_step(&mut self, batch: &ImageBatch) -> EvalOutput;
+    fn validation_step(&mut self, batch: &Self::Batch) -> EvalOutput;
     /// Called after each validation batch.
     fn validation_step_end(&mut self, _out: &EvalOutput) {}
     /// Turn the summed outputs into metrics: default `val.loss` = mean loss and `val.<count>` =
@@ -71,7 +94,7 @@ pub trait BasicModule {
         m
     }
     /// Inference on a batch (eval mode, no grad): returns predictions.
-    fn test_step(&mut self, batch: &ImageBatch) -> Tensor;
+    fn test_step(&mut self, batch: &Self::Batch) -> Tensor;
     /// Called after each prediction batch.
     fn test_step_end(&mut self, _out: &Tensor) {}
     /// Optimizer and schedule, given the run's length.
@@ -180,14 +203,25 @@ impl<'d, M: BasicModule> Engine<'d, M> {
     }
 
     fn declare_metrics(&mut self) {
-        for (name, unit, goal, stage) in [
+        let mut decl = vec![
             ("train.loss", "", "MINIMIZE", "TRAIN"),
-            ("train.ips", "imgs/s", "MAXIMIZE", "TRAIN"),
+            ("train.ips", self.module.ips_unit(), "MAXIMIZE", "TRAIN"),
             ("train.lr", "", "NONE", "TRAIN"),
-            ("val.loss", "", "MINIMIZE", "VAL"),
-            ("val.top1", "%", "MAXIMIZE", "VAL"),
-            ("val.top5", "%", "MAXIMIZE", "VAL"),
-        ] {
+        ];
+        decl.extend(
+            self.module
+                .train_metric_meta()
+                .into_iter()
+                .map(|(n, u, g)| (n, u, g, "TRAIN")),
+        );
+        decl.push(("val.loss", "", "MINIMIZE", "VAL"));
+        decl.extend(
+            self.module
+                .val_metric_meta()
+                .into_iter()
+                .map(|(n, u, g)| (n, u, g, "VAL")),
+        );
+        for (name, unit, goal, stage) in decl {
             self.sink.metadata(name, unit, goal, stage);
         }
     }
@@ -205,7 +239,11 @@ impl<'d, M: BasicModule> Engine<'d, M> {
 
     /// Train on `train` (validating on `val`) per the settings; resumes first when
     /// `settings.resume` is set.
-    pub fn fit(&mut self, train: &Loader, val: Option<&Loader>) -> Result<FitSummary, EngineError> {
+    pub fn fit(
+        &mut self,
+        train: &dyn BatchSource<M::Batch>,
+        val: Option<&dyn BatchSource<M::Batch>>,
+    ) -> Result<FitSummary, EngineError> {
         let s = self.settings.clone();
         let accum = s.accumulate_steps.max(1);
         let steps_per_epoch = train.batches_per_epoch() as u64 / accum;
@@ -245,7 +283,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             let mut micro = 0u64;
             let mut step_loss: Option<Tensor> = None;
             for batch in train
-                .epoch(epoch, skip)
+                .epoch_batches(epoch, skip)
                 .take(batches_this_epoch.saturating_sub(skip))
             {
                 if micro == 0 {
@@ -255,7 +293,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                     );
                 }
                 let batch = self.module.pretreating_batch(batch, self.device);
-                window_samples += batch.len();
+                window_samples += self.module.items_in(&batch);
                 let (amp, dtype) = match s.precision {
                     Precision::Fp32 => (false, Kind::Float),
                     Precision::Amp { dtype, .. } => (true, dtype),
@@ -302,24 +340,27 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                         .map(|t| t.double_value(&[]))
                         .unwrap_or(f64::NAN);
                     let ips = window_samples as f64 / secs;
-                    self.sink.log(
-                        epoch,
-                        step,
-                        &[
-                            ("rank", s.rank as f64),
-                            ("train.loss", loss),
-                            ("train.ips", ips),
-                            ("train.lr", lr),
-                        ],
-                    );
-                    bar.set_message(format!("loss {loss:.4} {ips:.1} img/s"));
-                    self.module.training_step_end(&StepInfo {
+                    let info = StepInfo {
                         epoch,
                         step,
                         loss,
                         lr,
                         ips,
-                    });
+                    };
+                    let extra = self.module.train_metrics(&info);
+                    let mut line: Vec<(&str, f64)> = vec![
+                        ("rank", s.rank as f64),
+                        ("train.loss", loss),
+                        ("train.ips", ips),
+                        ("train.lr", lr),
+                    ];
+                    line.extend(extra.iter().map(|(k, v)| (k.as_str(), *v)));
+                    self.sink.log(epoch, step, &line);
+                    bar.set_message(format!(
+                        "loss {loss:.4} {ips:.1} {}",
+                        self.module.ips_unit()
+                    ));
+                    self.module.training_step_end(&info);
                     window.clear();
                     window_samples = 0;
                     window_start = Instant::now();
@@ -450,7 +491,10 @@ impl<'d, M: BasicModule> Engine<'d, M> {
     }
 
     /// Evaluate on `val` (at most `eval_iters` batches) and log `val.*` metrics.
-    pub fn evaluate(&mut self, val: &Loader) -> Result<Vec<(String, f64)>, EngineError> {
+    pub fn evaluate(
+        &mut self,
+        val: &dyn BatchSource<M::Batch>,
+    ) -> Result<Vec<(String, f64)>, EngineError> {
         let limit = self
             .settings
             .eval_iters
@@ -463,7 +507,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             Precision::Fp32 => (false, Kind::Float),
             Precision::Amp { dtype, .. } => (true, dtype),
         };
-        for batch in val.epoch(0, 0).take(limit) {
+        for batch in val.epoch_batches(0, 0).take(limit) {
             let batch = self.module.pretreating_batch(batch, self.device);
             let module = &mut self.module;
             let mut out_slot = None;
@@ -510,9 +554,9 @@ impl<'d, M: BasicModule> Engine<'d, M> {
     }
 
     /// Predictions for every batch of `data` (eval mode, no grad), on the CPU.
-    pub fn predict(&mut self, data: &Loader) -> Vec<Tensor> {
+    pub fn predict(&mut self, data: &dyn BatchSource<M::Batch>) -> Vec<Tensor> {
         let mut out = Vec::new();
-        for batch in data.epoch(0, 0) {
+        for batch in data.epoch_batches(0, 0) {
             let batch = self.module.pretreating_batch(batch, self.device);
             let pred = tch::no_grad(|| self.module.test_step(&batch));
             self.module.test_step_end(&pred);

@@ -12,7 +12,7 @@ pub mod rng;
 pub mod scaler;
 mod settings;
 
-pub use data::{Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
+pub use data::{BatchSource, Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
 pub use device::TrainDevice;
 pub use engine::{
     install_signal_handlers, BasicModule, Engine, EvalOutput, FitSummary, MetricSink, StepInfo,

@@ -45,6 +45,10 @@ impl Linear {
 }
 
 impl BasicModule for Linear {
+    type Batch = ImageBatch;
+    fn items_in(&self, b: &ImageBatch) -> usize {
+        b.len()
+    }
     fn var_store(&self) -> &nn::VarStore {
         &self.vs
     }

@@ -61,6 +61,10 @@ impl ResNetModule {
 }
 
 impl BasicModule for ResNetModule {
+    type Batch = ImageBatch;
+    fn items_in(&self, batch: &ImageBatch) -> usize {
+        batch.len()
+    }
     fn var_store(&self) -> &nn::VarStore {
         &self.vs
     }
