@@ -12,7 +12,7 @@ use tch::{nn::VarStore, Kind, Tensor};
 use crate::checkpoint::{self, Counters};
 use crate::data::BatchSource;
 use crate::device::TrainDevice;
-use crate::optim::{OptimizerConfig, Sgd};
+use crate::optim::{Optimizer, OptimizerConfig};
 use crate::scaler::GradScaler;
 use crate::settings::{EngineSettings, Precision};
 use crate::EngineError;
@@ -143,7 +143,7 @@ pub struct Engine<'d, M: BasicModule> {
     settings: EngineSettings,
     sink: Box<dyn MetricSink + 'd>,
     stop: Arc<AtomicBool>,
-    opt: Option<Sgd>,
+    opt: Option<Optimizer>,
     scaler: Option<GradScaler>,
     counters: Counters,
     /// Named non-trainable variables (BN running stats), saved with checkpoints.
@@ -226,7 +226,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         }
     }
 
-    fn make_optimizer(&mut self, steps_per_epoch: u64, total: u64) -> Sgd {
+    fn make_optimizer(&mut self, steps_per_epoch: u64, total: u64) -> Optimizer {
         let cfg = self.module.configure_optimizers(steps_per_epoch, total);
         let named: Vec<(String, Tensor)> = self
             .all_vars
@@ -234,7 +234,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             .filter(|(_, t)| t.requires_grad())
             .map(|(n, t)| (n.clone(), t.shallow_clone()))
             .collect();
-        Sgd::new(named, cfg)
+        Optimizer::new(named, cfg)
     }
 
     /// Train on `train` (validating on `val`) per the settings; resumes first when
@@ -385,7 +385,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                     break;
                 }
             }
-            let _ = self.opt.as_mut().map(Sgd::zero_grad);
+            let _ = self.opt.as_mut().map(Optimizer::zero_grad);
             if self.counters.batch_in_epoch as usize >= batches_this_epoch {
                 self.module.training_epoch_end(epoch);
                 self.counters.epoch += 1;
@@ -583,10 +583,11 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             .collect();
         if let Some(opt) = &self.opt {
             named.extend(
-                opt.params
-                    .iter()
-                    .map(|p| (format!("optim/{}", p.name), dev.to_cpu(&p.momentum))),
+                opt.state_entries()
+                    .into_iter()
+                    .map(|(k, t)| (k, dev.to_cpu(t))),
             );
+            named.push(("optim_updates".into(), opt.updates_tensor()));
         }
         if let Some(sc) = &self.scaler {
             named.push(("scaler/scale".into(), dev.to_cpu(&sc.scale)));
@@ -622,9 +623,13 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         for (n, t) in &self.all_vars {
             copy(t, &format!("model/{n}"))?;
         }
-        if let Some(opt) = &self.opt {
-            for p in &opt.params {
-                copy(&p.momentum, &format!("optim/{}", p.name))?;
+        if let Some(opt) = self.opt.as_mut() {
+            for (k, t) in opt.state_entries() {
+                copy(t, &k)?;
+            }
+            // Checkpoints written before AdamW carry no update count: SGD does not need one.
+            if let Some(u) = map.get("optim_updates") {
+                opt.updates = u.int64_value(&[0]).max(0) as u64;
             }
         }
         if let Some(sc) = &self.scaler {

@@ -17,7 +17,7 @@ pub use device::TrainDevice;
 pub use engine::{
     install_signal_handlers, BasicModule, Engine, EvalOutput, FitSummary, MetricSink, StepInfo,
 };
-pub use optim::{OptimizerConfig, Schedule, Sgd};
+pub use optim::{Algorithm, Optimizer, OptimizerConfig, Schedule};
 pub use settings::{EngineSettings, Precision};
 
 use std::path::PathBuf;

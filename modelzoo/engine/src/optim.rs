@@ -1,25 +1,50 @@
-//! SGD with momentum / nesterov and decoupled-by-shape weight decay, and the LR schedule.
+//! The engine's optimizers — SGD (momentum / nesterov) and AdamW (decoupled weight decay) —
+//! and the LR schedules.
 //!
-//! Written here rather than using tch's `nn::Sgd` because a checkpoint must hold the momentum
-//! buffers (libtorch's C++ optimizer state is not reachable through tch).
+//! Written here rather than using tch's `nn::Sgd` / `nn::AdamW` because a checkpoint must hold
+//! the optimizer state (libtorch's C++ optimizer state is not reachable through tch).
 
 use std::f64::consts::PI;
 
-use tch::Tensor;
+use tch::{Kind, Tensor};
 
 /// What a module asks of the optimizer ([`crate::BasicModule::configure_optimizers`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OptimizerConfig {
     /// Peak learning rate (after warmup).
     pub lr: f64,
-    pub momentum: f64,
-    pub nesterov: bool,
-    /// L2 weight decay, applied only to parameters with more than one dimension (conv and
-    /// linear weights; never BN weights or biases).
+    pub algorithm: Algorithm,
+    /// Weight decay, applied only to parameters with more than one dimension (conv, linear and
+    /// embedding weights; never norm weights or biases): L2 added to the gradient for SGD,
+    /// decoupled (`p -= lr × wd × p`) for AdamW.
     pub weight_decay: f64,
     pub schedule: Schedule,
     /// Clip the global gradient norm to this value.
     pub clip_grad_norm: Option<f64>,
+}
+
+/// The update rule, with its own hyper-parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Algorithm {
+    /// `torch.optim.SGD` (dampening 0).
+    Sgd { momentum: f64, nesterov: bool },
+    /// `torch.optim.AdamW` (amsgrad off).
+    AdamW {
+        beta1: f64,
+        beta2: f64,
+        epsilon: f64,
+    },
+}
+
+impl Algorithm {
+    /// Names of the per-parameter state buffers, as stored in checkpoints
+    /// (`optim/<param>` for a single buffer, `optim/<param>/<slot>` otherwise).
+    fn slots(&self) -> &'static [&'static str] {
+        match self {
+            Algorithm::Sgd { .. } => &[""],
+            Algorithm::AdamW { .. } => &["exp_avg", "exp_avg_sq"],
+        }
+    }
 }
 
 /// Learning-rate schedule over optimizer steps.
@@ -30,6 +55,14 @@ pub enum Schedule {
     /// the run's last step.
     WarmupCosine {
         warmup_steps: u64,
+    },
+    /// FleetX `CosineAnnealingWithWarmupDecay`: lr = base × step / warmup during warmup
+    /// (0 at step 0), cosine from base to `min_lr` at `decay_steps`, then `min_lr` — fixed by
+    /// the config, not by the run's length.
+    WarmupCosineDecay {
+        warmup_steps: u64,
+        decay_steps: u64,
+        min_lr: f64,
     },
 }
 
@@ -46,41 +79,82 @@ impl Schedule {
                 let t = ((step - warmup_steps) as f64 / span).min(1.0);
                 0.5 * base * (1.0 + (PI * t).cos())
             }
+            Schedule::WarmupCosineDecay {
+                warmup_steps,
+                decay_steps,
+                min_lr,
+            } => {
+                if warmup_steps > 0 && step <= warmup_steps {
+                    return base * step as f64 / warmup_steps as f64;
+                }
+                if step > decay_steps {
+                    return min_lr;
+                }
+                let span = decay_steps.saturating_sub(warmup_steps).max(1) as f64;
+                let ratio = (step - warmup_steps) as f64 / span;
+                min_lr + 0.5 * ((PI * ratio).cos() + 1.0) * (base - min_lr)
+            }
         }
     }
 }
 
-/// One parameter and its momentum buffer.
+/// One parameter and its state buffers (one per [`Algorithm`] slot).
 pub(crate) struct ParamState {
     pub name: String,
     pub param: Tensor,
-    pub momentum: Tensor,
+    pub state: Vec<Tensor>,
     pub decay: bool,
 }
 
-/// SGD over a fixed, name-sorted list of parameters.
-pub struct Sgd {
+/// The optimizer over a fixed, name-sorted list of parameters.
+pub struct Optimizer {
     pub(crate) params: Vec<ParamState>,
     pub(crate) config: OptimizerConfig,
+    /// Updates applied so far (AdamW bias correction; skipped fp16-overflow steps not counted).
+    pub(crate) updates: u64,
 }
 
-impl Sgd {
+impl Optimizer {
     /// `named` = the trainable parameters (already on the training device), sorted by name.
-    pub fn new(named: Vec<(String, Tensor)>, config: OptimizerConfig) -> Sgd {
+    pub fn new(named: Vec<(String, Tensor)>, config: OptimizerConfig) -> Optimizer {
+        let slots = config.algorithm.slots().len();
         let params = named
             .into_iter()
             .map(|(name, param)| {
-                let momentum = tch::no_grad(|| param.zeros_like());
+                let state = (0..slots)
+                    .map(|_| tch::no_grad(|| param.zeros_like()))
+                    .collect();
                 let decay = param.dim() > 1;
                 ParamState {
                     name,
                     param,
-                    momentum,
+                    state,
                     decay,
                 }
             })
             .collect();
-        Sgd { params, config }
+        Optimizer {
+            params,
+            config,
+            updates: 0,
+        }
+    }
+
+    /// (checkpoint key, buffer) of every state tensor.
+    pub(crate) fn state_entries(&self) -> Vec<(String, &Tensor)> {
+        let slots = self.config.algorithm.slots();
+        let mut out = Vec::new();
+        for p in &self.params {
+            for (slot, t) in slots.iter().zip(&p.state) {
+                let key = if slot.is_empty() {
+                    format!("optim/{}", p.name)
+                } else {
+                    format!("optim/{}/{slot}", p.name)
+                };
+                out.push((key, t));
+            }
+        }
+        out
     }
 
     /// Gradients of all parameters that have one.
@@ -102,36 +176,65 @@ impl Sgd {
         }
     }
 
-    /// One SGD step at learning rate `lr` (PyTorch's `torch.optim.SGD` semantics, dampening 0).
+    /// One update at learning rate `lr` (PyTorch's `SGD` / `AdamW` semantics).
     pub fn step(&mut self, lr: f64) {
-        let OptimizerConfig {
-            momentum,
-            nesterov,
-            weight_decay,
-            ..
-        } = self.config;
+        self.updates += 1;
+        let t = self.updates as i32;
+        let wd = self.config.weight_decay;
+        let algorithm = self.config.algorithm;
         tch::no_grad(|| {
             for p in &mut self.params {
                 let mut g = p.param.grad();
                 if !g.defined() {
                     continue;
                 }
-                if p.decay && weight_decay != 0.0 {
-                    let _ = g.g_add_(&(&p.param * weight_decay));
-                }
-                let update = if momentum != 0.0 {
-                    let _ = p.momentum.g_mul_scalar_(momentum).g_add_(&g);
-                    if nesterov {
-                        &g + &p.momentum * momentum
-                    } else {
-                        p.momentum.shallow_clone()
+                match algorithm {
+                    Algorithm::Sgd { momentum, nesterov } => {
+                        if p.decay && wd != 0.0 {
+                            let _ = g.g_add_(&(&p.param * wd));
+                        }
+                        let update = if momentum != 0.0 {
+                            let buf = &mut p.state[0];
+                            let _ = buf.g_mul_scalar_(momentum).g_add_(&g);
+                            if nesterov {
+                                &g + &*buf * momentum
+                            } else {
+                                buf.shallow_clone()
+                            }
+                        } else {
+                            g
+                        };
+                        let _ = p.param.g_sub_(&(update * lr));
                     }
-                } else {
-                    g
-                };
-                let _ = p.param.g_sub_(&(update * lr));
+                    Algorithm::AdamW {
+                        beta1,
+                        beta2,
+                        epsilon,
+                    } => {
+                        if p.decay && wd != 0.0 {
+                            let _ = p.param.g_mul_scalar_(1.0 - lr * wd);
+                        }
+                        let g = g.to_kind(p.state[0].kind());
+                        let _ = p.state[0]
+                            .g_mul_scalar_(beta1)
+                            .g_add_(&(&g * (1.0 - beta1)));
+                        let _ = p.state[1]
+                            .g_mul_scalar_(beta2)
+                            .g_add_(&(&g * &g * (1.0 - beta2)));
+                        let bc1 = 1.0 - beta1.powi(t);
+                        let bc2 = 1.0 - beta2.powi(t);
+                        let denom = p.state[1].sqrt() / bc2.sqrt() + epsilon;
+                        let update = (&p.state[0] / denom) * (lr / bc1);
+                        let _ = p.param.g_sub_(&update.to_kind(p.param.kind()));
+                    }
+                }
             }
         });
+    }
+
+    /// The update count as a tensor, for checkpoints.
+    pub(crate) fn updates_tensor(&self) -> Tensor {
+        Tensor::from_slice(&[self.updates as i64]).to_kind(Kind::Int64)
     }
 }
 
@@ -158,13 +261,15 @@ mod tests {
             .set_requires_grad(true);
         let cfg = OptimizerConfig {
             lr: 0.1,
-            momentum: 0.9,
-            nesterov: true,
+            algorithm: Algorithm::Sgd {
+                momentum: 0.9,
+                nesterov: true,
+            },
             weight_decay: 0.01,
             schedule: Schedule::Constant,
             clip_grad_norm: None,
         };
-        let mut sgd = Sgd::new(vec![("w".into(), w.shallow_clone())], cfg);
+        let mut sgd = Optimizer::new(vec![("w".into(), w.shallow_clone())], cfg);
         let (mut wv, mut buf) = ([1.0f64, 2.0], [0.0f64, 0.0]);
         let grad = [0.5f64, -1.0];
         for _ in 0..2 {
@@ -183,5 +288,67 @@ mod tests {
         for i in 0..2 {
             assert!((got[i] as f64 - wv[i]).abs() < 1e-6, "{got:?} vs {wv:?}");
         }
+    }
+
+    #[test]
+    fn matches_torch_adamw_with_decoupled_decay_on_matrices_only() {
+        // Reference: torch 2.11 torch.optim.AdamW(lr=0.01, betas=(0.8, 0.95), eps=1e-6) with
+        // weight_decay 0.1 on w (2-D) and 0 on b (1-D), float64, three steps of
+        // loss = sum(w * [0.5, -1] * (i + 1)) + sum(b * b):
+        // w = [[0.9674710302967927, 2.023537987275603]], b = [0.4700336987499041].
+        let w = Tensor::from_slice(&[1.0f64, 2.0])
+            .reshape([1, 2])
+            .set_requires_grad(true);
+        let b = Tensor::from_slice(&[0.5f64]).set_requires_grad(true);
+        let cfg = OptimizerConfig {
+            lr: 0.01,
+            algorithm: Algorithm::AdamW {
+                beta1: 0.8,
+                beta2: 0.95,
+                epsilon: 1e-6,
+            },
+            weight_decay: 0.1,
+            schedule: Schedule::Constant,
+            clip_grad_norm: None,
+        };
+        let mut opt = Optimizer::new(
+            vec![
+                ("b".into(), b.shallow_clone()),
+                ("w".into(), w.shallow_clone()),
+            ],
+            cfg,
+        );
+        let k = Tensor::from_slice(&[0.5f64, -1.0]).reshape([1, 2]);
+        for i in 0..3 {
+            opt.zero_grad();
+            let loss = (&w * &k * (i + 1) as f64).sum(tch::Kind::Double)
+                + (&b * &b).sum(tch::Kind::Double);
+            loss.backward();
+            opt.step(0.01);
+        }
+        let wv: Vec<f64> = w.flatten(0, -1).try_into().unwrap();
+        let bv: Vec<f64> = b.try_into().unwrap();
+        let want = [0.9674710302967927, 2.023537987275603];
+        for i in 0..2 {
+            assert!((wv[i] - want[i]).abs() < 1e-12, "{wv:?} vs {want:?}");
+        }
+        assert!((bv[0] - 0.4700336987499041).abs() < 1e-12, "{bv:?}");
+        assert_eq!(opt.state_entries().len(), 4);
+        assert_eq!(opt.state_entries()[0].0, "optim/b/exp_avg");
+    }
+
+    #[test]
+    fn fleetx_cosine_warmup_decay() {
+        let s = Schedule::WarmupCosineDecay {
+            warmup_steps: 10,
+            decay_steps: 110,
+            min_lr: 0.1,
+        };
+        assert_eq!(s.lr_at(1.0, 0, 5), 0.0);
+        assert!((s.lr_at(1.0, 5, 5) - 0.5).abs() < 1e-12);
+        assert!((s.lr_at(1.0, 10, 5) - 1.0).abs() < 1e-12);
+        assert!((s.lr_at(1.0, 60, 5) - 0.55).abs() < 1e-12);
+        assert!((s.lr_at(1.0, 110, 5) - 0.1).abs() < 1e-12);
+        assert_eq!(s.lr_at(1.0, 500, 5), 0.1);
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use modelzoo_engine::rng::SplitMix64;
 use modelzoo_engine::{
-    BasicModule, Dataset, Engine, EngineSettings, EvalOutput, ImageBatch, Loader, LoaderOptions,
-    MetricSink, OptimizerConfig, Sample, SampleError, Schedule, TrainDevice,
+    Algorithm, BasicModule, Dataset, Engine, EngineSettings, EvalOutput, ImageBatch, Loader,
+    LoaderOptions, MetricSink, OptimizerConfig, Sample, SampleError, Schedule, TrainDevice,
 };
 use tch::nn::{self, Module};
 use tch::{Kind, Reduction, Tensor};
@@ -86,8 +86,10 @@ impl BasicModule for Linear {
     fn configure_optimizers(&self, _: u64, _: u64) -> OptimizerConfig {
         OptimizerConfig {
             lr: 0.1,
-            momentum: 0.9,
-            nesterov: false,
+            algorithm: Algorithm::Sgd {
+                momentum: 0.9,
+                nesterov: false,
+            },
             weight_decay: 0.0,
             schedule: Schedule::Constant,
             clip_grad_norm: Some(10.0),

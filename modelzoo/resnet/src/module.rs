@@ -2,7 +2,7 @@
 //! with warmup-cosine, optional channels-last.
 
 use modelzoo_engine::{
-    BasicModule, EvalOutput, ImageBatch, OptimizerConfig, Schedule, TrainDevice,
+    Algorithm, BasicModule, EvalOutput, ImageBatch, OptimizerConfig, Schedule, TrainDevice,
 };
 use tch::nn::{self, ModuleT};
 use tch::{Kind, Reduction, Tensor};
@@ -117,8 +117,10 @@ impl BasicModule for ResNetModule {
         let warmup_steps = (self.hyper.warmup_epochs * steps_per_epoch as f64).round() as u64;
         OptimizerConfig {
             lr: self.hyper.lr,
-            momentum: self.hyper.momentum,
-            nesterov: self.hyper.nesterov,
+            algorithm: Algorithm::Sgd {
+                momentum: self.hyper.momentum,
+                nesterov: self.hyper.nesterov,
+            },
             weight_decay: self.hyper.weight_decay,
             schedule: Schedule::WarmupCosine { warmup_steps },
             clip_grad_norm: self.hyper.clip_grad_norm,
