@@ -4,7 +4,7 @@
 // plugin does, backed by host memory from the emulator's libsdaart.so (so sdaaMemGetInfo sees
 // every tensor): an allocator, a device guard, the factory/view/copy kernels, and the CPU
 // fallback for every other op (so results equal the CPU's bit for bit). Autocast on
-// PrivateUse1 gets the same fp16 lower-precision / fp32 op lists CUDA uses.
+// PrivateUse1 gets CUDA's cast policies; every other op falls through (see the end).
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/autocast_mode.h>
@@ -381,7 +381,32 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
-// Autocast on sdaa: the policies CUDA uses (fp16 for convs/matmuls, fp32 for reductions/losses).
+// Autocast on sdaa mirrors libtorch 2.11's registration for CUDA (aten/src/ATen/autocast_mode.cpp,
+// `TORCH_LIBRARY_IMPL(aten, Autocast, m)`): the same lower_precision_fp / fp32 /
+// fp32_set_opt_dtype / fp32_append_dtype / promote lists and the ban on binary_cross_entropy.
+// Only cudnn_convolution{,_transpose} are left out: those are CUDA-only ops.
+//
+// Every op in none of those lists (batch_norm, relu, max_pool2d, add, ...) must fall through
+// to the next key, as on CUDA: without the fallthrough the dispatcher finds no kernel for
+// AutocastPrivateUse1 and fails ("Could not run 'aten::batch_norm' ... 'Autocastsdaa'").
+TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFallthrough());
+}
+
+namespace {
+// libtorch does not export at::autocast::binary_cross_entropy_banned; same check, same text.
+at::Tensor binary_cross_entropy_banned(const at::Tensor&, const at::Tensor&,
+                                       const std::optional<at::Tensor>&, int64_t) {
+  TORCH_CHECK(false,
+              "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+              "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+              "In this case, combine the two layers using "
+              "torch.nn.functional.binary_cross_entropy_with_logits\n"
+              "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+              "safe to autocast.");
+}
+}  // namespace
+
 TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
 #define MZ_LOW(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, lower_precision_fp)
   AT_FORALL_LOWER_PRECISION_FP(MZ_LOW)
@@ -389,6 +414,16 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   AT_FORALL_FP32(MZ_FP32)
 #define MZ_FP32_OPT(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32_set_opt_dtype)
   AT_FORALL_FP32_SET_OPT_DTYPE(MZ_FP32_OPT)
+  {
+    // The list spells its signatures with unqualified ATen names (Tensor, Scalar, ScalarType).
+    using at::DimnameList;
+    using at::IntArrayRef;
+    using at::Scalar;
+    using at::ScalarType;
+    using at::Tensor;
+    AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(KERNEL_DIFFERENT_REDISPATCH_SIGNATURE_PRIVATEUSEONE)
+  }
 #define MZ_PROMOTE(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, promote)
   AT_FORALL_PROMOTE(MZ_PROMOTE)
+  m.impl(TORCH_SELECTIVE_NAME("aten::binary_cross_entropy"), TORCH_FN((&binary_cross_entropy_banned)));
 }
