@@ -9,6 +9,7 @@ pub mod device;
 mod engine;
 pub mod optim;
 pub mod rng;
+pub mod runner;
 pub mod scaler;
 mod settings;
 

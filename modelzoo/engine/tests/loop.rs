@@ -36,10 +36,18 @@ struct Linear {
 }
 
 impl Linear {
+    /// Fixed initial weights, not drawn from libtorch's global generator: tests run in
+    /// parallel threads of one process and would race on it.
     fn new() -> Linear {
-        tch::manual_seed(1);
         let vs = nn::VarStore::new(tch::Device::Cpu);
-        let fc = nn::linear(vs.root() / "fc", 4, 2, Default::default());
+        let mut fc = nn::linear(vs.root() / "fc", 4, 2, Default::default());
+        tch::no_grad(|| {
+            let w = Tensor::arange(8, (Kind::Float, tch::Device::Cpu)).view([2, 4]) * 0.1 - 0.35;
+            fc.ws.copy_(&w);
+            if let Some(b) = fc.bs.as_mut() {
+                let _ = b.zero_();
+            }
+        });
         Linear { vs, fc }
     }
 }

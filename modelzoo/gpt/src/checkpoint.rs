@@ -1,17 +1,20 @@
-//! The files a GPT checkpoint directory holds: `model.safetensors` (the `VarStore`) and
-//! `gpt_config.json` (the `Model` section and the tokenizer path) so generation can rebuild
-//! the network without the training config. Both are written atomically.
+//! GPT checkpoints are the engine's: `<output_dir>/checkpoints/step_NNNNNNNN.ckpt` (model
+//! variables as `model/<name>`, optimizer state, counters; see `modelzoo_engine::checkpoint`),
+//! plus `gpt_config.json` in the same directory (the `Model` section and the tokenizer path)
+//! so generation can rebuild the network without the training config. Both are written
+//! atomically.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use modelzoo_engine::checkpoint::{self as engine_ckpt, Counters};
+use modelzoo_engine::EngineError;
 use serde::{Deserialize, Serialize};
 use tch::nn::VarStore;
+use tch::Tensor;
 
 use crate::config::Model;
 
-/// Weights file name inside a checkpoint directory.
-pub const WEIGHTS: &str = "model.safetensors";
 /// Architecture file name inside a checkpoint directory.
 pub const META: &str = "gpt_config.json";
 
@@ -25,6 +28,8 @@ pub enum CheckpointError {
     },
     #[error("{}: {message}", path.display())]
     Bad { path: PathBuf, message: String },
+    #[error(transparent)]
+    Engine(#[from] EngineError),
     #[error("{}: no {META} beside the weights; pass the training config with -c so the architecture is known", dir.display())]
     NoMeta { dir: PathBuf },
 }
@@ -57,26 +62,9 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
     Ok(())
 }
 
-/// Saves `vs` and `meta` into `dir` (created if needed).
-pub fn save(dir: &Path, vs: &VarStore, meta: &Meta) -> Result<(), CheckpointError> {
+/// Writes `meta` as `dir/gpt_config.json` (creating `dir`).
+pub fn write_meta(dir: &Path, meta: &Meta) -> Result<(), CheckpointError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let weights = dir.join(WEIGHTS);
-    let tmp = tempfile::Builder::new()
-        .prefix(".model-")
-        .suffix(".safetensors")
-        .tempfile_in(dir)
-        .map_err(io(dir))?;
-    vs.save(tmp.path()).map_err(|e| CheckpointError::Bad {
-        path: weights.clone(),
-        message: e.to_string(),
-    })?;
-    std::fs::File::open(tmp.path())
-        .and_then(|f| f.sync_all())
-        .map_err(io(&weights))?;
-    tmp.persist(&weights).map_err(|e| CheckpointError::Io {
-        path: weights.clone(),
-        source: e.error,
-    })?;
     let json = serde_json::to_vec_pretty(meta).map_err(|e| CheckpointError::Bad {
         path: dir.join(META),
         message: e.to_string(),
@@ -84,34 +72,79 @@ pub fn save(dir: &Path, vs: &VarStore, meta: &Meta) -> Result<(), CheckpointErro
     write_atomic(&dir.join(META), &json)
 }
 
-/// Resolves `--ckpt`: a checkpoint directory, a run's output directory (newest checkpoint
-/// below it), or a weights file; returns (weights file, its directory).
+/// Saves `vs` as the engine checkpoint of `step` in `dir`, with `meta` beside it (what
+/// training writes, without optimizer state); returns the checkpoint file.
+pub fn save(dir: &Path, step: u64, vs: &VarStore, meta: &Meta) -> Result<PathBuf, CheckpointError> {
+    let mut named: Vec<(String, Tensor)> = vs
+        .variables()
+        .into_iter()
+        .map(|(n, t)| (format!("model/{n}"), t))
+        .collect();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    let path = engine_ckpt::path_for(dir, step);
+    engine_ckpt::write(
+        &path,
+        &named,
+        Counters {
+            step,
+            ..Counters::default()
+        },
+    )?;
+    write_meta(dir, meta)?;
+    Ok(path)
+}
+
+/// Resolves `--ckpt`: a checkpoint file, a checkpoint directory (its newest checkpoint), or a
+/// training run's `--output_dir` (the newest in its `checkpoints/`); returns (checkpoint file,
+/// its directory).
 pub fn resolve(ckpt: &Path) -> Result<(PathBuf, PathBuf), CheckpointError> {
     if ckpt.is_file() {
         let dir = ckpt.parent().unwrap_or(Path::new(".")).to_path_buf();
         return Ok((ckpt.to_path_buf(), dir));
     }
-    if ckpt.join(WEIGHTS).is_file() {
-        return Ok((ckpt.join(WEIGHTS), ckpt.to_path_buf()));
+    if !ckpt.is_dir() {
+        return Err(CheckpointError::Bad {
+            path: ckpt.to_path_buf(),
+            message: "no such checkpoint file or directory".into(),
+        });
     }
-    // An output dir: the most recently written checkpoint directory inside it.
-    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
-    for entry in std::fs::read_dir(ckpt).map_err(io(ckpt))? {
-        let path = entry.map_err(io(ckpt))?.path();
-        let w = path.join(WEIGHTS);
-        if let Ok(m) = std::fs::metadata(&w).and_then(|m| m.modified()) {
-            if best.as_ref().is_none_or(|(t, _)| m > *t) {
-                best = Some((m, path));
-            }
+    for dir in [ckpt.to_path_buf(), ckpt.join("checkpoints")] {
+        if let Some((_, file)) = engine_ckpt::list(&dir)?.pop() {
+            return Ok((file, dir));
         }
     }
-    match best {
-        Some((_, dir)) => Ok((dir.join(WEIGHTS), dir)),
-        None => Err(CheckpointError::Bad {
-            path: ckpt.to_path_buf(),
-            message: format!("no {WEIGHTS} here or in any subdirectory; pass a training run's --output_dir or a checkpoint file"),
-        }),
+    Err(CheckpointError::Bad {
+        path: ckpt.to_path_buf(),
+        message: "no step_*.ckpt here or in checkpoints/; pass a training run's --output_dir, \
+                  its checkpoints directory or a checkpoint file"
+            .into(),
+    })
+}
+
+/// Copies the `model/<name>` tensors of checkpoint `file` into `vs` (every variable must be
+/// there with the same shape).
+pub fn load_weights(vs: &VarStore, file: &Path) -> Result<(), CheckpointError> {
+    let (named, _) = engine_ckpt::read(file)?;
+    let map: std::collections::HashMap<String, Tensor> = named.into_iter().collect();
+    let bad = |message: String| CheckpointError::Bad {
+        path: file.to_path_buf(),
+        message,
+    };
+    for (name, mut var) in vs.variables() {
+        let key = format!("model/{name}");
+        let src = map
+            .get(&key)
+            .ok_or_else(|| bad(format!("missing {key}: not a checkpoint of this GPT")))?;
+        if src.size() != var.size() {
+            return Err(bad(format!(
+                "{key} has shape {:?}, the model described by {META} expects {:?}",
+                src.size(),
+                var.size()
+            )));
+        }
+        tch::no_grad(|| var.copy_(src));
     }
+    Ok(())
 }
 
 /// Reads `gpt_config.json` from a checkpoint directory, if present.

@@ -391,18 +391,17 @@ impl LrSchedule {
     /// Learning rate for optimizer step `step` (0-based), as FleetX computes it: warmup over
     /// `warmup_rate × decay_steps` steps, cosine to `min_lr` at `decay_steps`, then `min_lr`.
     pub fn lr_at(&self, step: u64) -> f64 {
-        let warmup = (self.warmup_rate * self.decay_steps as f64).floor();
-        let s = step as f64;
-        if warmup > 0.0 && s <= warmup {
-            return self.max_lr * s / warmup;
+        self.to_schedule()
+            .lr_at(self.max_lr, step, self.decay_steps)
+    }
+
+    /// The engine schedule computing this (peak = `max_lr`).
+    pub fn to_schedule(&self) -> modelzoo_engine::Schedule {
+        modelzoo_engine::Schedule::WarmupCosineDecay {
+            warmup_steps: (self.warmup_rate * self.decay_steps as f64).floor() as u64,
+            decay_steps: self.decay_steps,
+            min_lr: self.min_lr,
         }
-        if step > self.decay_steps {
-            return self.min_lr;
-        }
-        let span = (self.decay_steps as f64 - warmup).max(1.0);
-        let ratio = (s - warmup) / span;
-        let coeff = 0.5 * ((std::f64::consts::PI * ratio).cos() + 1.0);
-        self.min_lr + coeff * (self.max_lr - self.min_lr)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod config;
 pub mod data;
 pub mod generate;
 pub mod model;
+pub mod module;
 pub mod run;
 pub mod tokenizer;
 

@@ -33,7 +33,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            // Bad input exits 2; a run that started and failed exits 1.
+            if e.downcast_ref::<run::TrainingFailed>().is_some() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::from(2)
+            }
         }
     }
 }

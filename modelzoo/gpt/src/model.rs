@@ -189,15 +189,27 @@ impl Gpt {
         if let Some(c) = cache.as_mut() {
             c.layers.resize_with(self.blocks.len(), || None);
         }
-        let positions = Tensor::arange_start(past, past + t, (Kind::Int64, ids.device()));
+        // Built from `ids` so they land on its device: `tch::Device` cannot name SDAA
+        // (PrivateUse1), so `Tensor::arange(.., ids.device())` fails there.
+        let positions = ids
+            .select(0, 0)
+            .ones_like()
+            .to_kind(Kind::Int64)
+            .cumsum(0, Kind::Int64)
+            + (past - 1);
         let mut x = self.wte.forward(ids) + self.wpe.forward(&positions);
         x = x.dropout(self.config.hidden_dropout_prob, train);
         let heads = self.config.num_attention_heads;
         let hd = self.config.hidden_size / heads;
         // With cached positions and several new ones, the causal mask must be offset by the
         // cache length (sdpa's is_causal aligns to the top-left corner).
-        let mask = (past > 0 && t > 1)
-            .then(|| Tensor::ones([t, past + t], (Kind::Bool, ids.device())).tril(past));
+        let mask = (past > 0 && t > 1).then(|| {
+            let row = ids.select(0, 0).ones_like().to_kind(Kind::Bool);
+            Tensor::cat(&[row.narrow(0, 0, 1).expand([past], true), row], 0)
+                .unsqueeze(0)
+                .expand([t, past + t], true)
+                .tril(past)
+        });
         let attn_p = if train {
             self.config.attention_probs_dropout_prob
         } else {

@@ -1,20 +1,32 @@
 //! What `run_gpt` does with its parsed arguments: `--generate` (load a checkpoint, decode a
-//! prompt) or training. Training must go through `modelzoo_engine`, whose `BasicModule` does
-//! not yet take token batches or AdamW, so a training request is refused with that reason
-//! rather than run by a second loop here.
+//! prompt) or training through `modelzoo_engine` ([`crate::module::GptModule`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use device_sdaa::{Device as RunDevice, DeviceSpec};
+use dllogger::{JsonStreamBackend, Logger, StdOutBackend, Verbosity};
+use modelzoo_engine::{
+    install_signal_handlers, runner, BatchSource, Engine, FitSummary, Precision, TrainDevice,
+};
 use run_scripts_template::{spec::ArgSpec, ResolvedArgs};
 use tch::nn::VarStore;
 use tch::Device;
 
-use crate::checkpoint;
+use crate::checkpoint::{self, Meta};
 use crate::config::GptConfig;
+use crate::data::{Corpus, GptDataset, Split};
 use crate::generate::generate;
 use crate::model::Gpt;
+use crate::module::{peak_flops, GptModule, TokenBatch, TokenBatches};
 use crate::tokenizer::Tokenizer;
+
+/// Training itself failed (non-finite loss, libtorch error, I/O during the run): exit 1,
+/// where bad input exits 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TrainingFailed(pub String);
 
 /// `--help` text.
 pub const ABOUT: &str =
@@ -39,13 +51,171 @@ pub fn run(args: &ResolvedArgs) -> anyhow::Result<()> {
     if args.flag("generate") {
         return run_generate(args);
     }
-    // Validate the config first so config mistakes are reported as such.
-    load_config(args)?;
-    bail!(
-        "training is not available yet: run_gpt must train through modelzoo-engine, whose \
-         BasicModule/Loader take image batches and SGD only; GPT needs token batches and AdamW \
-         there first (see docs/run_gpt.md). Use --generate with a checkpoint meanwhile"
-    )
+    run_train(args).map(|_| ())
+}
+
+/// Train per the config and flags: `train.loss` / `train.ips` (tokens/s) / `train.lr` /
+/// `train.mfu` and `val.loss` / `val.ppl` to stdout and `<output_dir>/<model_name>_log.json`,
+/// checkpoints to `<output_dir>/checkpoints/`.
+pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
+    let mut config = load_config(args)?;
+    for name in ["nproc_per_node", "nnode"] {
+        if runner::positive(args, name)? > 1 {
+            bail!("--{name} > 1: multi-process DDP launch is not implemented in run_gpt yet; run with --nproc_per_node 1 --nnode 1");
+        }
+    }
+    if args.is_explicit("batch_size") {
+        let bs = runner::positive(args, "batch_size")? as u64;
+        let b = &mut config.data.batch_size;
+        b.local_batch_size = Some(bs);
+        b.global_batch_size = None;
+        b.micro_batch_size = b.micro_batch_size.min(bs);
+    }
+    if args.is_explicit("lr") {
+        config.optimizer.lr.max_lr = args.float("lr").unwrap_or(config.optimizer.lr.max_lr);
+    }
+    if let Some(dir) = args.path("dataset_path") {
+        config.data.dataset.input_dir = Some(dir.to_path_buf());
+    }
+    config.validate()?;
+    let batch = config.data.batch_size.resolve(1)?;
+    let from_config = args.path("config").is_some();
+    let mut settings = runner::settings_from_args(args, from_config.then_some(&config.engine))?;
+    settings.accumulate_steps = batch.accumulate_steps;
+    if let Some(r) = &settings.resume {
+        modelzoo_engine::checkpoint::resolve(r).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
+    }
+    let device_text = args.string("device").unwrap_or("cpu");
+    let spec: DeviceSpec = device_text.parse()?;
+    let device = RunDevice::open(spec).with_context(|| format!("cannot open device {spec}"))?;
+    runner::settle_amp(
+        &mut settings,
+        args.string("amp_dtype").unwrap_or("auto"),
+        device.default_amp_dtype(),
+    );
+
+    let ds = &config.data.dataset;
+    let tokenizer = Tokenizer::load(ds.tokenizer.as_deref())?;
+    let vocab = config.model.vocab_size;
+    if tokenizer.vocab_size() as i64 > vocab {
+        bail!(
+            "the tokenizer has {} ids but Model.vocab_size is {vocab}: raise Model.vocab_size",
+            tokenizer.vocab_size()
+        );
+    }
+    let corpus = Arc::new(Corpus::open(ds.input_dir.as_deref(), &tokenizer)?);
+    let seq = ds.max_seq_len as usize;
+    let train_set = GptDataset::new(
+        Arc::clone(&corpus),
+        &ds.split,
+        Split::Train,
+        seq,
+        Some(ds.seed),
+    )?;
+    let val_set = GptDataset::new(Arc::clone(&corpus), &ds.split, Split::Valid, seq, None)?;
+    let micro = batch.micro as usize;
+    let accum = batch.accumulate_steps as usize;
+    let full_pass = train_set.len() / micro;
+    if full_pass < accum {
+        bail!(
+            "{}: the train split holds {} samples of {} tokens, fewer than one step of {} (local batch); use more data or a smaller batch / max_seq_len",
+            corpus.name(),
+            train_set.len(),
+            seq + 1,
+            batch.local
+        );
+    }
+    // FleetX sizes a run by max_steps and lets the sample index wrap around the split.
+    let per_epoch = match settings.max_steps {
+        Some(m) => full_pass.max(m as usize * accum),
+        None => full_pass,
+    };
+    let train = TokenBatches::new(train_set, micro, vocab, per_epoch);
+    let val_batches = val_set.len() / micro;
+    let val = (val_batches > 0).then(|| TokenBatches::new(val_set, micro, vocab, val_batches));
+    if val.is_none() {
+        tracing::warn!(
+            "the validation split has fewer than {micro} samples: no val.loss / val.ppl"
+        );
+    }
+
+    let out_dir = settings
+        .ckpt_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&settings.ckpt_dir)
+        .with_context(|| format!("cannot create {}", settings.ckpt_dir.display()))?;
+    checkpoint::write_meta(
+        &settings.ckpt_dir,
+        &Meta {
+            model: config.model.clone(),
+            tokenizer: ds.tokenizer.clone(),
+        },
+    )?;
+    let model_name = args.string("model_name").unwrap_or("gpt");
+    let json = runner::log_path(&out_dir, model_name);
+    let json_backend = if settings.resume.is_some() {
+        JsonStreamBackend::append(Verbosity::Verbose, &json)
+    } else {
+        JsonStreamBackend::create(Verbosity::Verbose, &json)
+    }
+    .with_context(|| format!("cannot create metric log {}", json.display()))?;
+    let mut logger = Logger::new(vec![
+        Box::new(StdOutBackend::new(Verbosity::Default)),
+        Box::new(json_backend),
+    ]);
+    let amp = matches!(settings.precision, Precision::Amp { .. });
+    let dev: &dyn TrainDevice = &device;
+    let (peak, peak_source) = peak_flops(dev, &device.name(), amp);
+    let module = GptModule::new(
+        &config.model,
+        config.optimizer.clone(),
+        seq as i64,
+        peak,
+        settings.seed,
+    );
+    tracing::info!(
+        "{model_name} on {} ({}), micro batch {micro} x {accum} accumulation, seq {seq}, precision {:?}; MFU against {:.3e} FLOP/s ({peak_source}); metrics to stdout and {}",
+        device.spec(),
+        device.name(),
+        settings.precision,
+        peak,
+        json.display()
+    );
+    let stop = install_signal_handlers().context("cannot install signal handlers")?;
+    let fitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut engine = Engine::new(
+            module,
+            dev,
+            settings,
+            Box::new(runner::DlloggerSink(&mut logger)),
+        )?
+        .with_stop_flag(stop);
+        let val_src = val.as_ref().map(|v| v as &dyn BatchSource<TokenBatch>);
+        engine.fit(&train, val_src)
+    }));
+    let summary = match fitted {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(TrainingFailed(e.to_string()).into()),
+        Err(payload) => {
+            return Err(TrainingFailed(format!(
+                "libtorch failed during training: {}",
+                runner::panic_text(payload.as_ref())
+            ))
+            .into())
+        }
+    };
+    if let Some(e) = train
+        .take_error()
+        .or_else(|| val.as_ref().and_then(|v| v.take_error()))
+    {
+        return Err(e.into());
+    }
+    logger
+        .finish()
+        .map_err(|e| TrainingFailed(format!("writing the metric log {}: {e}", json.display())))?;
+    Ok(summary)
 }
 
 fn run_generate(args: &ResolvedArgs) -> anyhow::Result<()> {
@@ -61,7 +231,7 @@ fn run_generate(args: &ResolvedArgs) -> anyhow::Result<()> {
         bail!("--generate runs on --device cpu only for now (got `{device}`)");
     }
     let config = load_config(args)?;
-    let (weights, dir) = checkpoint::resolve(&ckpt)?;
+    let (file, dir) = checkpoint::resolve(&ckpt)?;
     let meta = checkpoint::read_meta(&dir)?;
     let (model_cfg, tok_path) = match meta {
         Some(m) => (m.model, m.tokenizer),
@@ -72,15 +242,9 @@ fn run_generate(args: &ResolvedArgs) -> anyhow::Result<()> {
     };
     model_cfg.validate()?;
     let tokenizer = Tokenizer::load(tok_path.as_deref())?;
-    let mut vs = VarStore::new(Device::Cpu);
+    let vs = VarStore::new(Device::Cpu);
     let model = Gpt::new(&vs.root(), &model_cfg);
-    vs.load(&weights).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot load weights {} into the GPT described by {}: {e}",
-            weights.display(),
-            dir.join(checkpoint::META).display()
-        )
-    })?;
+    checkpoint::load_weights(&vs, &file)?;
     let ids: Vec<i64> = tokenizer
         .encode(prompt)?
         .into_iter()
@@ -97,7 +261,7 @@ fn run_generate(args: &ResolvedArgs) -> anyhow::Result<()> {
     }
     let seed = args.int("seed").unwrap_or(42) as u64;
     let eos = tokenizer.eos_id().map(i64::from);
-    tracing::info!(weights = %weights.display(), seed, "generating");
+    tracing::info!(checkpoint = %file.display(), seed, "generating");
     let outputs = generate(&model, &ids, &config.generation, eos, seed, Device::Cpu)?;
     println!("Prompt: {prompt}");
     for out in outputs {

@@ -37,12 +37,12 @@ fn checkpoint_generate_round_trip() {
     let vs = VarStore::new(Device::Cpu);
     let model = Gpt::new(&vs.root(), &cfg.model);
     let out = tempfile::tempdir().unwrap();
-    // A training output dir holding a checkpoint subdirectory.
+    // A training output dir: checkpoints/ holds the engine checkpoint and gpt_config.json.
     let meta = Meta {
         model: cfg.model.clone(),
         tokenizer: None,
     };
-    checkpoint::save(&out.path().join("step_10"), &vs, &meta).unwrap();
+    let weights = checkpoint::save(&out.path().join("checkpoints"), 10, &vs, &meta).unwrap();
 
     // The library's greedy continuation of the in-memory model.
     let tok = Tokenizer::load(None).unwrap();
@@ -92,8 +92,7 @@ fn checkpoint_generate_round_trip() {
     with_seed.extend(["--seed", "99"]);
     assert_eq!(run_gpt(&with_seed).1, stdout);
 
-    // Sampling: same seed, same text; the weights file itself also works as --ckpt.
-    let weights = out.path().join("step_10").join(checkpoint::WEIGHTS);
+    // Sampling: same seed, same text; the checkpoint file itself also works as --ckpt.
     let sample = |seed: &str, ck: &str| {
         let (code, stdout, stderr) = run_gpt(&[
             "--generate",
@@ -125,10 +124,7 @@ fn bad_generate_requests_are_clear_errors() {
     let d = dir.path().to_str().unwrap();
     let (code, _, err) = run_gpt(&["--generate", "--prompt", "x", "--ckpt", d]);
     assert_eq!(code, 2);
-    assert!(
-        err.contains("model.safetensors") && err.contains(d),
-        "{err}"
-    );
+    assert!(err.contains("step_*.ckpt") && err.contains(d), "{err}");
     let (code, _, err) = run_gpt(&["--generate", "--ckpt", d]);
     assert_eq!(code, 2);
     assert!(err.contains("--prompt"), "{err}");

@@ -5,14 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use device_sdaa::{Device, DeviceSpec};
-use dllogger::{JsonStreamBackend, Logger, Metadata, StdOutBackend, Value, Verbosity};
+use dllogger::{JsonStreamBackend, Logger, StdOutBackend, Verbosity};
 use model_config::fleetx::{self, EngineConfig};
 use modelzoo_engine::{
-    install_signal_handlers, Dataset, Engine, EngineError, EngineSettings, FitSummary, Loader,
-    LoaderOptions, MetricSink, Precision, TrainDevice,
+    install_signal_handlers, runner, Dataset, Engine, EngineError, EngineSettings, FitSummary,
+    Loader, LoaderOptions, TrainDevice,
 };
 use run_scripts_template::{ArgSpec, ResolvedArgs};
-use tch::Kind;
 
 use crate::data::{Cifar10, DataError, ImageFolder, Split, Synthetic};
 use crate::model::Variant;
@@ -72,11 +71,7 @@ fn input(msg: impl Into<String>) -> RunError {
 
 /// `name` as a positive count, or a usage error naming the flag.
 fn positive(args: &ResolvedArgs, name: &str) -> Result<usize, RunError> {
-    match args.int(name) {
-        Some(v) if v > 0 => Ok(v as usize),
-        Some(v) => Err(input(format!("--{name} {v}: must be a positive integer"))),
-        None => Err(input(format!("--{name} is required"))),
-    }
+    runner::positive(args, name).map_err(|e| input(e.to_string()))
 }
 
 /// The engine settings: FleetX config (`-c`, `-o`) first, then command-line flags on top —
@@ -86,58 +81,12 @@ pub fn engine_settings(args: &ResolvedArgs) -> Result<EngineSettings, RunError> 
     let config = args.path("config");
     let tree = fleetx::load(config, &overrides).map_err(|e| input(e.to_string()))?;
     let section: Option<EngineConfig> = tree.section("Engine").map_err(|e| input(e.to_string()))?;
-    let from_config = section.is_some();
-    let mut s = match &section {
-        Some(cfg) => EngineSettings::from_fleetx(cfg).map_err(|e| input(e.to_string()))?,
-        None => EngineSettings::default(),
-    };
-    let wins = |name: &str| args.is_explicit(name) || !from_config;
-    if wins("step") {
-        s.max_steps = match args.int("step") {
-            Some(-1) | None => None,
-            Some(n) if n > 0 => Some(n as u64),
-            Some(n) => {
-                return Err(input(format!(
-                    "--step {n}: must be -1 (whole epochs) or a positive number of iterations"
-                )))
-            }
-        };
-    }
-    if wins("epoch") {
-        s.num_train_epochs = positive(args, "epoch")? as u64;
-    }
-    if wins("logging_freq") {
+    let mut s =
+        runner::settings_from_args(args, section.as_ref()).map_err(|e| input(e.to_string()))?;
+    if args.is_explicit("logging_freq") || section.is_none() {
         s.logging_freq = positive(args, "logging_freq")? as u64;
     }
-    let output_dir = output_dir(args, section.as_ref());
-    if wins("output_dir") {
-        s.ckpt_dir = output_dir.join("checkpoints");
-    }
-    if let Some(r) = args.path("resume") {
-        s.resume = Some(r.to_path_buf());
-    }
-    s.seed = args.int("seed").unwrap_or(42) as u64;
-    if args.flag("autocast") {
-        // The dtype is settled once the device is open (`amp_dtype auto`).
-        s.precision = Precision::Amp {
-            dtype: Kind::Half,
-            loss_scale: None,
-        };
-    }
-    s.rank = dllogger::rank_from_env().unwrap_or(0) as i64;
     Ok(s)
-}
-
-/// Where logs and checkpoints go: `--output_dir` when typed (or when there is no config),
-/// else the config's `Engine.save_load.output_dir`.
-fn output_dir(args: &ResolvedArgs, cfg: Option<&EngineConfig>) -> PathBuf {
-    match cfg {
-        Some(c) if !args.is_explicit("output_dir") => c.save_load.output_dir.clone(),
-        _ => args
-            .path("output_dir")
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("./output")),
-    }
 }
 
 /// A dataset the loader threads share.
@@ -209,38 +158,9 @@ pub fn datasets(
     Ok((Arc::new(train), Arc::new(val)))
 }
 
-/// dllogger as the engine's metric sink: `rank` as an integer, everything else as floats.
-struct DlSink<'a>(&'a mut Logger);
-
-impl MetricSink for DlSink<'_> {
-    fn metadata(&mut self, name: &str, unit: &str, goal: &str, stage: &str) {
-        self.0.metadata(
-            name,
-            Metadata::new()
-                .with_unit(unit)
-                .with_goal(goal)
-                .with_stage(stage),
-        );
-    }
-    fn log(&mut self, epoch: u64, iteration: u64, metrics: &[(&str, f64)]) {
-        let values: Vec<(&str, Value)> = metrics
-            .iter()
-            .map(|(k, v)| {
-                let v = if *k == "rank" {
-                    Value::Int(*v as i64)
-                } else {
-                    Value::Float(*v)
-                };
-                (*k, v)
-            })
-            .collect();
-        self.0.log((epoch, iteration), &values, Verbosity::Default);
-    }
-}
-
 /// The JSON metric stream of a run: `<output_dir>/<model_name>_log.json`.
 pub fn log_path(output_dir: &Path, model_name: &str) -> PathBuf {
-    output_dir.join(format!("{model_name}_log.json"))
+    runner::log_path(output_dir, model_name)
 }
 
 /// Run `run_resnet` with parsed arguments (after `--print_cmd` was handled).
@@ -273,17 +193,11 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         .map_err(|e: device_sdaa::ParseDeviceError| input(e.to_string()))?;
     let device =
         Device::open(spec).map_err(|e| input(format!("cannot open device {spec}: {e}")))?;
-    if let Precision::Amp { .. } = settings.precision {
-        let dtype = match args.string("amp_dtype").unwrap_or("auto") {
-            "fp16" => Kind::Half,
-            "bf16" => Kind::BFloat16,
-            _ => device.default_amp_dtype(),
-        };
-        settings.precision = Precision::Amp {
-            dtype,
-            loss_scale: (dtype == Kind::Half).then_some(65536.0),
-        };
-    }
+    runner::settle_amp(
+        &mut settings,
+        args.string("amp_dtype").unwrap_or("auto"),
+        device.default_amp_dtype(),
+    );
     let seed = settings.seed;
     let (train_set, val_set) = datasets(args, num_classes, image_size, seed)?;
     let opts = LoaderOptions {
@@ -354,13 +268,18 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         .map_err(|e| input(format!("cannot install signal handlers: {e}")))?;
     let dev: &dyn TrainDevice = &device;
     let fitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut engine =
-            Engine::new(module, dev, settings, Box::new(DlSink(&mut logger)))?.with_stop_flag(stop);
+        let mut engine = Engine::new(
+            module,
+            dev,
+            settings,
+            Box::new(runner::DlloggerSink(&mut logger)),
+        )?
+        .with_stop_flag(stop);
         engine.fit(&train, Some(&val))
     }));
     let summary = match fitted {
         Ok(r) => r?,
-        Err(payload) => return Err(RunError::Libtorch(panic_text(payload.as_ref()))),
+        Err(payload) => return Err(RunError::Libtorch(runner::panic_text(payload.as_ref()))),
     };
     if summary.skipped_samples > 0 {
         tracing::warn!(
@@ -372,26 +291,4 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         .finish()
         .map_err(|source| RunError::Log { path: json, source })?;
     Ok(summary)
-}
-
-/// The useful part of a libtorch error carried by a tch panic: its message without the C++
-/// stack and the dispatcher's list of backends.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    let raw = payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-        .unwrap_or("unknown error");
-    let first = raw
-        .split("\\n")
-        .next()
-        .unwrap_or(raw)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim();
-    let cut = first
-        .find(" is only available for these backends")
-        .map_or(first, |i| &first[..i]);
-    cut.chars().take(600).collect()
 }

@@ -1,0 +1,236 @@
+//! GPT as an engine [`BasicModule`]: next-token cross entropy, AdamW with FleetX's cosine
+//! schedule, throughput in tokens/s, `train.mfu`, and `val.loss` / `val.ppl`; plus the token
+//! batch source the engine walks.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use modelzoo_engine::{
+    Algorithm, BasicModule, BatchSource, EvalOutput, OptimizerConfig, StepInfo, TrainDevice,
+};
+use tch::nn::VarStore;
+use tch::{Device, Kind, Tensor};
+
+use crate::config::{Model, Optimizer};
+use crate::data::{DataError, GptDataset};
+use crate::model::Gpt;
+
+/// One micro-batch: `input` and `labels` int64 `[batch, seq]` (labels = input shifted by one).
+#[derive(Debug)]
+pub struct TokenBatch {
+    pub input: Tensor,
+    pub labels: Tensor,
+}
+
+/// A GPT and its training recipe.
+pub struct GptModule {
+    vs: VarStore,
+    model: Gpt,
+    optimizer: Optimizer,
+    flops_per_token: f64,
+    /// FLOP/s the MFU is measured against (see [`peak_flops`]).
+    peak_flops: f64,
+}
+
+impl GptModule {
+    /// Build on the CPU with `seed`-determined initial weights. `seq_len` is the training
+    /// sequence length (for the FLOPs per token); `peak_flops` the device's peak for MFU.
+    pub fn new(
+        model: &Model,
+        optimizer: Optimizer,
+        seq_len: i64,
+        peak_flops: f64,
+        seed: u64,
+    ) -> GptModule {
+        tch::manual_seed(seed as i64);
+        let vs = VarStore::new(Device::Cpu);
+        let net = Gpt::new(&vs.root(), model);
+        let flops_per_token = net.train_flops_per_token(seq_len);
+        GptModule {
+            vs,
+            model: net,
+            optimizer,
+            flops_per_token,
+            peak_flops,
+        }
+    }
+
+    /// Training FLOPs per token (6·N + attention), as used for `train.mfu`.
+    pub fn flops_per_token(&self) -> f64 {
+        self.flops_per_token
+    }
+
+    fn logits(&self, input: &Tensor, train: bool) -> Tensor {
+        // Shapes and ids are checked when batches are built and the config is validated
+        // (seq_len <= max_position_embeddings), so forward cannot reject its input here; a
+        // failure would be a bug, reported by the caller's libtorch-panic handler.
+        match self.model.forward(input, None, train) {
+            Ok(l) => l,
+            Err(e) => panic!("GPT forward rejected a batch built by run_gpt: {e}"),
+        }
+    }
+}
+
+impl BasicModule for GptModule {
+    type Batch = TokenBatch;
+    fn var_store(&self) -> &VarStore {
+        &self.vs
+    }
+    fn var_store_mut(&mut self) -> &mut VarStore {
+        &mut self.vs
+    }
+    fn pretreating_batch(&mut self, batch: TokenBatch, device: &dyn TrainDevice) -> TokenBatch {
+        TokenBatch {
+            input: device.to_device(&batch.input),
+            labels: device.to_device(&batch.labels),
+        }
+    }
+    fn items_in(&self, batch: &TokenBatch) -> usize {
+        batch.input.numel()
+    }
+    fn ips_unit(&self) -> &'static str {
+        "tokens/s"
+    }
+    fn train_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)> {
+        vec![("train.mfu", "%", "MAXIMIZE")]
+    }
+    fn train_metrics(&mut self, info: &StepInfo) -> Vec<(String, f64)> {
+        let mfu = info.ips * self.flops_per_token / self.peak_flops.max(1.0) * 100.0;
+        vec![("train.mfu".to_string(), mfu)]
+    }
+    fn val_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)> {
+        vec![("val.ppl", "", "MINIMIZE")]
+    }
+    fn training_step(&mut self, batch: &TokenBatch) -> Tensor {
+        Gpt::loss(&self.logits(&batch.input, true), &batch.labels)
+    }
+    fn validation_step(&mut self, batch: &TokenBatch) -> EvalOutput {
+        let tokens = batch.labels.numel();
+        let loss = Gpt::loss(&self.logits(&batch.input, false), &batch.labels);
+        EvalOutput {
+            loss_sum: loss * tokens as f64,
+            counts: Vec::new(),
+            samples: tokens,
+        }
+    }
+    /// `val.loss` = mean next-token cross entropy over the evaluated tokens, `val.ppl` =
+    /// exp(`val.loss`).
+    fn validation_epoch_end(
+        &mut self,
+        loss_sum: f64,
+        _counts: &[(&'static str, f64)],
+        samples: usize,
+    ) -> Vec<(String, f64)> {
+        let loss = loss_sum / samples.max(1) as f64;
+        vec![
+            ("val.loss".to_string(), loss),
+            ("val.ppl".to_string(), loss.exp()),
+        ]
+    }
+    fn test_step(&mut self, batch: &TokenBatch) -> Tensor {
+        self.logits(&batch.input, false).argmax(-1, false)
+    }
+    fn configure_optimizers(&self, _steps_per_epoch: u64, _total_steps: u64) -> OptimizerConfig {
+        let o = &self.optimizer;
+        OptimizerConfig {
+            lr: o.lr.max_lr,
+            algorithm: Algorithm::AdamW {
+                beta1: o.adam_beta1,
+                beta2: o.adam_beta2,
+                epsilon: o.adam_epsilon,
+            },
+            weight_decay: o.weight_decay,
+            schedule: o.lr.to_schedule(),
+            clip_grad_norm: o.grad_clip.max_norm(),
+        }
+    }
+}
+
+/// The token batches of one split for the engine: batch `i` of epoch `e` is
+/// [`GptDataset::batch`] `e × per_epoch + i`, so the shuffled split is walked in order and
+/// wraps around as Megatron's sample index does. A token id outside the vocabulary ends the
+/// epoch and is kept for [`TokenBatches::take_error`].
+pub struct TokenBatches {
+    dataset: GptDataset,
+    micro: usize,
+    vocab: i64,
+    per_epoch: usize,
+    error: Mutex<Option<DataError>>,
+}
+
+impl TokenBatches {
+    /// `per_epoch` = batches per epoch (at least one full pass is not required: FleetX runs
+    /// are sized by `max_steps`, the data wraps around).
+    pub fn new(dataset: GptDataset, micro: usize, vocab: i64, per_epoch: usize) -> TokenBatches {
+        TokenBatches {
+            dataset,
+            micro: micro.max(1),
+            vocab,
+            per_epoch,
+            error: Mutex::new(None),
+        }
+    }
+
+    /// The data error that cut an epoch short, if any.
+    pub fn take_error(&self) -> Option<DataError> {
+        self.error.lock().ok().and_then(|mut e| e.take())
+    }
+}
+
+impl BatchSource<TokenBatch> for TokenBatches {
+    fn batches_per_epoch(&self) -> usize {
+        self.per_epoch
+    }
+    fn epoch_batches(&self, epoch: u64, skip: usize) -> Box<dyn Iterator<Item = TokenBatch> + '_> {
+        let base = epoch as usize * self.per_epoch;
+        Box::new((skip..self.per_epoch).map_while(move |i| {
+            match self.dataset.batch(base + i, self.micro, self.vocab) {
+                Ok((input, labels)) => Some(TokenBatch { input, labels }),
+                Err(e) => {
+                    if let Ok(mut slot) = self.error.lock() {
+                        *slot = Some(e);
+                    }
+                    None
+                }
+            }
+        }))
+    }
+}
+
+/// The peak FLOP/s `train.mfu` is measured against, and where it came from. CUDA devices
+/// whose name says H100 / H200 / A100 use the datasheet dense tensor-core peak for the
+/// training dtype (H100/H200: 989 TFLOP/s bf16/fp16, 67 fp32; A100: 312 bf16/fp16, 19.5
+/// fp32); every other device (the CPU, SDAA, the emulator, other GPUs) is measured once with
+/// a short fp32 matmul on that device (best of ten 1024×1024×1024 products, about 0.2 s on
+/// a 2-core CPU).
+pub fn peak_flops(device: &dyn TrainDevice, name: &str, amp: bool) -> (f64, String) {
+    let table: [(&str, f64, f64); 3] = [
+        ("H100", 989.0e12, 67.0e12),
+        ("H200", 989.0e12, 67.0e12),
+        ("A100", 312.0e12, 19.5e12),
+    ];
+    if device.label().starts_with("cuda") {
+        if let Some((gpu, half, single)) = table.iter().find(|(k, _, _)| name.contains(k)) {
+            let (peak, what) = if amp {
+                (*half, "bf16/fp16")
+            } else {
+                (*single, "fp32")
+            };
+            return (peak, format!("{gpu} datasheet dense {what} peak"));
+        }
+    }
+    let n = 1024i64;
+    let a = device.to_device(&Tensor::ones([n, n], (Kind::Float, Device::Cpu)));
+    let b = device.to_device(&Tensor::ones([n, n], (Kind::Float, Device::Cpu)));
+    let _ = a.matmul(&b);
+    device.synchronize();
+    let mut best = f64::INFINITY;
+    for _ in 0..10 {
+        let t = Instant::now();
+        let _ = a.matmul(&b);
+        device.synchronize();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let peak = 2.0 * (n * n * n) as f64 / best.max(1e-9);
+    (peak, format!("measured fp32 matmul on {}", device.label()))
+}
