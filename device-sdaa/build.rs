@@ -1,5 +1,6 @@
 // Builds the C++ shim (csrc/shim.cpp) against the libtorch that torch-sys linked, and bakes
-// that libtorch's directory into the run path (build-support/rpath.rs).
+// that libtorch's directory into the run path (build-support/rpath.rs). With the `bindgen`
+// feature, also generates the SDK declarations from $SDAA_HOME/include (see `sdk_bindings`).
 mod rpath {
     include!("../build-support/rpath.rs");
     pub fn bake() {
@@ -9,6 +10,8 @@ mod rpath {
 
 fn main() {
     rpath::bake();
+    #[cfg(feature = "bindgen")]
+    sdk_bindings::generate();
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     let lib = match std::env::var("DEP_TCH_LIBTORCH_LIB") {
         Ok(lib) => std::path::PathBuf::from(lib),
@@ -30,4 +33,153 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", lib.display());
     println!("cargo:rustc-link-lib=dylib=torch_cpu");
     println!("cargo:rustc-link-lib=dylib=c10");
+}
+
+/// Feature `bindgen`: the SDK declarations of `src/bindings.rs`, generated from the SDK's C
+/// headers (the real SDK's, or the emulator's installed by scripts/build-emulator.sh) into
+/// `$OUT_DIR/sdaa_bindings.rs`, in the crate's shape: one `unsafe extern "C" fn` pointer type
+/// per function (the libraries are dlopen'ed, never linked) and C enums as `c_int`.
+#[cfg(feature = "bindgen")]
+mod sdk_bindings {
+    use quote::quote;
+    use std::path::PathBuf;
+
+    /// The headers read, under `$SDAA_HOME/include`.
+    const HEADERS: &[&str] = &[
+        "sdaa_runtime.h",
+        "tecodnn.h",
+        "tecoblas.h",
+        "tecodnn_ext.h",
+        "sdpti.h",
+        "tecorand.h",
+        "tccl.h",
+    ];
+    /// Functions, types and constants src/bindings.rs uses (regexes, anchored by bindgen).
+    const FUNCTIONS: &str = "sdaa(GetDeviceCount|SetDevice|GetDevice|DeviceSynchronize|MemGetInfo|DriverGetVersion|RuntimeGetVersion|GetDeviceProperties|GetErrorString|DriverGetVersionString|RuntimeGetVersionString)|(tecodnn|tecoblas|tecodnnExt|sdpti|tecorand)GetVersion(String)?|tccl(GetVersion|GetVersionString|GetUniqueId|CommInitRank|AllReduce|Broadcast|CommDestroy|GetErrorString)";
+    const TYPES: &str =
+        "sdaaError_t|sdaaStream_t|tcclResult_t|tcclComm_t|tcclUniqueId|tcclDataType_t|tcclRedOp_t";
+    /// C enums the crate passes as `c_int` (same size and calling convention as a C enum on
+    /// the supported ABIs; clang types an enum without negative values `unsigned int`).
+    const C_INT_ENUMS: &[&str] = &[
+        "sdaaError",
+        "sdaaError_t",
+        "tcclResult_t",
+        "tcclDataType_t",
+        "tcclRedOp_t",
+    ];
+
+    fn fail(message: String) -> ! {
+        eprintln!("error: {message}");
+        std::process::exit(1);
+    }
+
+    pub fn generate() {
+        println!("cargo:rerun-if-env-changed=SDAA_HOME");
+        let home = std::env::var_os("SDAA_HOME").unwrap_or_else(|| {
+            fail(
+                "feature `bindgen` generates the SDK declarations from $SDAA_HOME/include, \
+                  but SDAA_HOME is not set: point it at the SDAA SDK (or at \
+                  target/sdaa-emulator after scripts/build-emulator.sh), or build without \
+                  the feature to use the checked-in declarations"
+                    .into(),
+            )
+        });
+        let include = PathBuf::from(home).join("include");
+        if !include.is_dir() {
+            fail(format!(
+                "feature `bindgen`: {} is not a directory (SDAA_HOME/include); point SDAA_HOME \
+                 at an SDAA SDK with its C headers, or build without the feature",
+                include.display()
+            ));
+        }
+        let mut wrapper = String::new();
+        for h in HEADERS {
+            let path = include.join(h);
+            if !path.is_file() {
+                fail(format!(
+                    "feature `bindgen`: header {} is missing (looked in SDAA_HOME/include = {})",
+                    h,
+                    include.display()
+                ));
+            }
+            wrapper.push_str(&format!("#include \"{}\"\n", path.display()));
+        }
+        let generated = bindgen::Builder::default()
+            .header_contents("sdaa_bindings_wrapper.h", &wrapper)
+            .clang_arg(format!("-I{}", include.display()))
+            .allowlist_function(FUNCTIONS)
+            .allowlist_type(TYPES)
+            .default_enum_style(bindgen::EnumVariation::Consts)
+            .prepend_enum_name(false)
+            .layout_tests(false)
+            .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
+            .generate()
+            .unwrap_or_else(|e| fail(format!("bindgen on {}: {e}", include.display())));
+        let code = reshape(&generated.to_string());
+        let out = PathBuf::from(
+            std::env::var_os("OUT_DIR").unwrap_or_else(|| fail("cargo did not set OUT_DIR".into())),
+        )
+        .join("sdaa_bindings.rs");
+        if let Err(e) = std::fs::write(&out, code) {
+            fail(format!("writing {}: {e}", out.display()));
+        }
+    }
+
+    /// bindgen's `extern "C" { pub fn f(..) -> R; }` → `pub type f = unsafe extern "C"
+    /// fn(..) -> R;`, and the C enums' `c_uint` aliases → `c_int`.
+    fn reshape(source: &str) -> String {
+        let file = syn::parse_file(source)
+            .unwrap_or_else(|e| fail(format!("parsing bindgen's output: {e}")));
+        let mut items = Vec::new();
+        for item in file.items {
+            match item {
+                syn::Item::ForeignMod(block) => {
+                    for foreign in block.items {
+                        let syn::ForeignItem::Fn(f) = foreign else {
+                            fail(format!(
+                                "unexpected foreign item in bindgen's output: {}",
+                                quote!(#foreign)
+                            ))
+                        };
+                        let (attrs, name, inputs, output) =
+                            (&f.attrs, &f.sig.ident, &f.sig.inputs, &f.sig.output);
+                        if f.sig.variadic.is_some() {
+                            fail(format!(
+                                "{name} is variadic; the crate calls no variadic function"
+                            ));
+                        }
+                        items.push(quote! {
+                            #(#attrs)* pub type #name = unsafe extern "C" fn(#inputs) #output;
+                        });
+                    }
+                }
+                syn::Item::Type(alias)
+                    if C_INT_ENUMS.contains(&alias.ident.to_string().as_str()) =>
+                {
+                    let target = &alias.ty;
+                    let spelled = quote!(#target).to_string().replace(' ', "");
+                    if spelled != "::std::os::raw::c_uint" && spelled != "::std::os::raw::c_int" {
+                        // e.g. `sdaaError_t = sdaaError` (an alias of a rewritten alias) is fine.
+                        if !C_INT_ENUMS.contains(&spelled.as_str()) {
+                            fail(format!(
+                                "enum {} is {spelled} in the headers; the crate passes it as c_int",
+                                alias.ident
+                            ));
+                        }
+                        items.push(quote!(#alias));
+                    } else {
+                        let (attrs, name) = (&alias.attrs, &alias.ident);
+                        items.push(quote! { #(#attrs)* pub type #name = ::std::os::raw::c_int; });
+                    }
+                }
+                other => items.push(quote!(#other)),
+            }
+        }
+        let mut out = String::from("// Generated by device-sdaa/build.rs (feature `bindgen`).\n");
+        for item in items {
+            out.push_str(&item.to_string());
+            out.push('\n');
+        }
+        out
+    }
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the SDAA emulator (device-sdaa/emulator/) into target/sdaa-emulator/lib64/:
 # stand-ins for libsdaart, libtecodnn, libtecoblas, libtccl, libsdpti, libtecodnn_ext,
-# libtecorand and the torch plugin libtorch_sdaa.so. FOR TESTS AND THE DEMO ONLY — it is not
-# SDAA hardware. Use it with SDAA_HOME=target/sdaa-emulator.
+# libtecorand and the torch plugin libtorch_sdaa.so, and their C headers (the emulator's ABI,
+# device-sdaa/emulator/include/) into target/sdaa-emulator/include/ for device-sdaa's `bindgen`
+# feature. FOR TESTS AND THE DEMO ONLY — it is not SDAA hardware. Use it with
+# SDAA_HOME=target/sdaa-emulator.
 #
 # libtorch: $LIBTORCH if set, else the torch in .venv (as `make` uses). Rebuilds only what
 # changed (make-style timestamps).
@@ -11,7 +13,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 src="$root/device-sdaa/emulator"
 out="$root/target/sdaa-emulator/lib64"
-mkdir -p "$out"
+inc="$root/target/sdaa-emulator/include"
+mkdir -p "$out" "$inc"
 
 if [[ -n "${LIBTORCH:-}" ]]; then
     torch_lib="$LIBTORCH/lib"
@@ -28,7 +31,8 @@ if [[ ! -f "$torch_lib/libtorch_cpu.so" ]]; then
     exit 1
 fi
 
-cflags=(-O2 -fPIC -shared -fvisibility=hidden -Wall)
+cflags=(-O2 -fPIC -shared -fvisibility=hidden -Wall -I"$src/include")
+headers=("$src"/include/*.h)
 
 # $1 = output, rest = sources that trigger a rebuild, then -- and the compiler command.
 needs() {
@@ -41,12 +45,20 @@ needs() {
 
 build_c() { # name source [defines...]
     local name="$1" source="$2"; shift 2
-    if needs "$out/$name" "$src/$source" "$0"; then
+    if needs "$out/$name" "$src/$source" "${headers[@]}" "$0"; then
         echo "build-emulator: $name"
         gcc "${cflags[@]}" -Wl,-soname,"$name" "$@" -o "$out/$name.tmp" "$src/$source" -lpthread -lrt
         mv "$out/$name.tmp" "$out/$name"
     fi
 }
+
+# Headers first (copied only when changed, so bindgen builds are not retriggered needlessly).
+for h in "${headers[@]}"; do
+    if needs "$inc/${h##*/}" "$h"; then
+        cp "$h" "$inc/${h##*/}.tmp"
+        mv "$inc/${h##*/}.tmp" "$inc/${h##*/}"
+    fi
+done
 
 build_c libsdaart.so sdaart.c
 build_c libtccl.so tccl.c

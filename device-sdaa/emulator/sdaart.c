@@ -1,6 +1,6 @@
 /* SDAA EMULATOR — libsdaart.so stand-in for tests and the demo. NOT SDAA hardware.
  *
- * The CUDA-like runtime API subset device-sdaa uses (see device-sdaa/src/bindings.rs), with
+ * The CUDA-like runtime API subset device-sdaa uses (declared in include/sdaa_runtime.h), with
  * "device memory" in host memory. Configuration:
  *   SDAA_EMULATOR_DEVICES    number of devices (default 2)
  *   SDAA_EMULATOR_MEMORY_MB  memory per device in MiB (default 16384); allocations past it
@@ -11,16 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sdaa_runtime.h" /* the ABI implemented here (also what bindgen reads) */
+
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_DEVICES 64
 #define HEADER 64 /* keeps returned pointers 64-byte aligned; holds size + device */
 
-enum {
-  sdaaSuccess = 0,
-  sdaaErrorInvalidValue = 1,
-  sdaaErrorMemoryAllocation = 2,
-  sdaaErrorInvalidDevice = 101,
-};
 
 static __thread int current_device = 0;
 static size_t used[MAX_DEVICES];
@@ -40,27 +36,27 @@ static size_t total_bytes(void) {
   return (size_t)env_long("SDAA_EMULATOR_MEMORY_MB", 16384, 1, 1L << 30) << 20;
 }
 
-EXPORT int sdaaGetDeviceCount(int* count) {
+EXPORT sdaaError_t sdaaGetDeviceCount(int* count) {
   if (count == NULL) return sdaaErrorInvalidValue;
   *count = device_count();
   return sdaaSuccess;
 }
 
-EXPORT int sdaaSetDevice(int device) {
+EXPORT sdaaError_t sdaaSetDevice(int device) {
   if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
   current_device = device;
   return sdaaSuccess;
 }
 
-EXPORT int sdaaGetDevice(int* device) {
+EXPORT sdaaError_t sdaaGetDevice(int* device) {
   if (device == NULL) return sdaaErrorInvalidValue;
   *device = current_device;
   return sdaaSuccess;
 }
 
-EXPORT int sdaaDeviceSynchronize(void) { return sdaaSuccess; /* host memory: always in sync */ }
+EXPORT sdaaError_t sdaaDeviceSynchronize(void) { return sdaaSuccess; /* host memory: always in sync */ }
 
-EXPORT int sdaaMemGetInfo(size_t* free_bytes, size_t* total) {
+EXPORT sdaaError_t sdaaMemGetInfo(size_t* free_bytes, size_t* total) {
   if (free_bytes == NULL || total == NULL) return sdaaErrorInvalidValue;
   size_t t = total_bytes();
   pthread_mutex_lock(&lock);
@@ -72,7 +68,7 @@ EXPORT int sdaaMemGetInfo(size_t* free_bytes, size_t* total) {
 }
 
 /* Allocate on the current device (or `device` when >= 0). */
-EXPORT int sdaaMallocOnDevice(void** ptr, size_t size, int device) {
+EXPORT sdaaError_t sdaaMallocOnDevice(void** ptr, size_t size, int device) {
   if (ptr == NULL) return sdaaErrorInvalidValue;
   if (device < 0) device = current_device;
   if (device >= device_count()) return sdaaErrorInvalidDevice;
@@ -98,9 +94,9 @@ EXPORT int sdaaMallocOnDevice(void** ptr, size_t size, int device) {
   return sdaaSuccess;
 }
 
-EXPORT int sdaaMalloc(void** ptr, size_t size) { return sdaaMallocOnDevice(ptr, size, -1); }
+EXPORT sdaaError_t sdaaMalloc(void** ptr, size_t size) { return sdaaMallocOnDevice(ptr, size, -1); }
 
-EXPORT int sdaaFree(void* ptr) {
+EXPORT sdaaError_t sdaaFree(void* ptr) {
   if (ptr == NULL) return sdaaSuccess;
   char* raw = (char*)ptr - HEADER;
   size_t size = ((size_t*)raw)[0];
@@ -113,25 +109,25 @@ EXPORT int sdaaFree(void* ptr) {
 }
 
 /* kind is ignored: every emulated pointer is host-addressable. */
-EXPORT int sdaaMemcpy(void* dst, const void* src, size_t count, int kind) {
+EXPORT sdaaError_t sdaaMemcpy(void* dst, const void* src, size_t count, int kind) {
   (void)kind;
   if (count && (dst == NULL || src == NULL)) return sdaaErrorInvalidValue;
   memmove(dst, src, count);
   return sdaaSuccess;
 }
 
-EXPORT int sdaaMemset(void* dst, int value, size_t count) {
+EXPORT sdaaError_t sdaaMemset(void* dst, int value, size_t count) {
   if (count && dst == NULL) return sdaaErrorInvalidValue;
   memset(dst, value, count);
   return sdaaSuccess;
 }
 
-EXPORT int sdaaDriverGetVersion(int* v) {
+EXPORT sdaaError_t sdaaDriverGetVersion(int* v) {
   if (v == NULL) return sdaaErrorInvalidValue;
   *v = 2011;
   return sdaaSuccess;
 }
-EXPORT int sdaaRuntimeGetVersion(int* v) {
+EXPORT sdaaError_t sdaaRuntimeGetVersion(int* v) {
   if (v == NULL) return sdaaErrorInvalidValue;
   *v = 2010;
   return sdaaSuccess;
@@ -140,7 +136,7 @@ EXPORT const char* sdaaDriverGetVersionString(void) { return "2.1.1-emulator"; }
 EXPORT const char* sdaaRuntimeGetVersionString(void) { return "2.1.0-emulator"; }
 
 /* Writes the device name into the first 256 bytes (cudaDeviceProp layout starts so). */
-EXPORT int sdaaGetDeviceProperties(void* prop, int device) {
+EXPORT sdaaError_t sdaaGetDeviceProperties(void* prop, int device) {
   if (prop == NULL) return sdaaErrorInvalidValue;
   if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
   memset(prop, 0, 256);
@@ -148,7 +144,7 @@ EXPORT int sdaaGetDeviceProperties(void* prop, int device) {
   return sdaaSuccess;
 }
 
-EXPORT const char* sdaaGetErrorString(int error) {
+EXPORT const char* sdaaGetErrorString(sdaaError_t error) {
   switch (error) {
     case sdaaSuccess: return "no error (SDAA emulator)";
     case sdaaErrorInvalidValue: return "invalid argument (SDAA emulator)";

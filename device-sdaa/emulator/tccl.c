@@ -19,20 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tccl.h" /* the ABI implemented here (also what bindgen reads) */
+
 #define EXPORT __attribute__((visibility("default")))
 #define SLOT_BYTES (4u << 20)
 #define MAGIC "mz-tccl-emulator"
 
-enum {
-  tcclSuccess = 0,
-  tcclSystemError = 2,
-  tcclInternalError = 3,
-  tcclInvalidArgument = 4,
-  tcclInvalidUsage = 5,
-  tcclTimeout = 8,
-};
-
-typedef struct { char internal[128]; } tcclUniqueId;
 
 typedef struct {
   _Atomic int joined;
@@ -84,14 +76,14 @@ static int barrier(comm_t* c) {
   return tcclSuccess;
 }
 
-EXPORT int tcclGetVersion(int* v) {
+EXPORT tcclResult_t tcclGetVersion(int* v) {
   if (v == NULL) return tcclInvalidArgument;
   *v = 12300;
   return tcclSuccess;
 }
 EXPORT const char* tcclGetVersionString(void) { return "1.23.0-emulator"; }
 
-EXPORT const char* tcclGetErrorString(int r) {
+EXPORT const char* tcclGetErrorString(tcclResult_t r) {
   switch (r) {
     case tcclSuccess: return "no error (TCCL emulator)";
     case tcclSystemError: return "system error: shared memory unavailable (TCCL emulator)";
@@ -105,7 +97,7 @@ EXPORT const char* tcclGetErrorString(int r) {
   }
 }
 
-EXPORT int tcclGetUniqueId(tcclUniqueId* id) {
+EXPORT tcclResult_t tcclGetUniqueId(tcclUniqueId* id) {
   if (id == NULL) return tcclInvalidArgument;
   memset(id, 0, sizeof *id);
   struct timespec ts;
@@ -116,7 +108,7 @@ EXPORT int tcclGetUniqueId(tcclUniqueId* id) {
   return tcclSuccess;
 }
 
-EXPORT int tcclCommInitRank(void** comm, int nranks, tcclUniqueId id, int rank) {
+EXPORT tcclResult_t tcclCommInitRank(tcclComm_t* comm, int nranks, tcclUniqueId id, int rank) {
   if (comm == NULL || nranks < 1 || rank < 0 || rank >= nranks) return tcclInvalidArgument;
   size_t magic_len = strlen(MAGIC);
   if (strncmp(id.internal, MAGIC ":", magic_len + 1) != 0) return tcclInvalidArgument;
@@ -153,7 +145,7 @@ EXPORT int tcclCommInitRank(void** comm, int nranks, tcclUniqueId id, int rank) 
   return tcclSuccess;
 }
 
-EXPORT int tcclCommDestroy(void* comm) {
+EXPORT tcclResult_t tcclCommDestroy(tcclComm_t comm) {
   comm_t* c = comm;
   if (c == NULL) return tcclInvalidArgument;
   munmap(c->hdr, c->map_bytes);
@@ -202,8 +194,8 @@ static void reduce_chunk(comm_t* c, void* out, size_t n, int dtype, int op) {
   }
 }
 
-EXPORT int tcclAllReduce(const void* send, void* recv, size_t count, int dtype, int op,
-                         void* comm, void* stream) {
+EXPORT tcclResult_t tcclAllReduce(const void* send, void* recv, size_t count, tcclDataType_t dtype, tcclRedOp_t op,
+                         tcclComm_t comm, sdaaStream_t stream) {
   (void)stream;
   comm_t* c = comm;
   size_t es = dtype_size(dtype);
@@ -221,8 +213,8 @@ EXPORT int tcclAllReduce(const void* send, void* recv, size_t count, int dtype, 
   return tcclSuccess;
 }
 
-EXPORT int tcclBroadcast(const void* send, void* recv, size_t count, int dtype, int root,
-                         void* comm, void* stream) {
+EXPORT tcclResult_t tcclBroadcast(const void* send, void* recv, size_t count, tcclDataType_t dtype, int root,
+                         tcclComm_t comm, sdaaStream_t stream) {
   (void)stream;
   comm_t* c = comm;
   size_t es = dtype_size(dtype);
