@@ -40,6 +40,27 @@ pub fn generate_merged_spec(
     Ok(path)
 }
 
+/// The whole spec step of a `run_<model>` crate's `build.rs`: merge `spec.yaml` (next to the
+/// crate's Cargo.toml) with the standard spec into `OUT_DIR`, or fail the build with a message
+/// naming the file.
+pub fn run_build_script(program: &str) {
+    println!("cargo:rerun-if-changed=spec.yaml");
+    println!(
+        "cargo:rerun-if-changed={}",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/spec/standard.yaml")
+    );
+    let result = match std::env::var_os("OUT_DIR") {
+        Some(out) => generate_merged_spec(program, Path::new("spec.yaml"), Path::new(&out))
+            .map_err(|e| e.to_string()),
+        None => Err("cargo did not set OUT_DIR".to_string()),
+    };
+    if let Err(e) = result {
+        println!("cargo:warning=invalid argument spec: {e}");
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

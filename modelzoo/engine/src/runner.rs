@@ -3,13 +3,44 @@
 //! dllogger metric sink, and the readable text of a libtorch error.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use dllogger::{Logger, Metadata, Value, Verbosity};
 use model_config::fleetx::EngineConfig;
-use run_scripts_template::ResolvedArgs;
+use run_scripts_template::{ArgSpec, ResolvedArgs};
 use tch::Kind;
 
 use crate::{EngineError, EngineSettings, MetricSink, Precision};
+
+/// The start of every `run_<model>` binary: diagnostics through `tracing` on stderr (`RUST_LOG`
+/// honoured, `info` by default, never on stdout with the metric lines), then the command line
+/// parsed against the model's merged spec. `Err(code)` means the process ends now: the spec
+/// did not load (2), or `--print_cmd` printed the resolved command (0). clap's own usage
+/// errors exit 2 with the valid values.
+pub fn start<E: std::fmt::Display>(
+    program: &str,
+    about: &str,
+    spec: Result<ArgSpec, E>,
+) -> Result<ResolvedArgs, ExitCode> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let spec = spec.map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })?;
+    let args = ResolvedArgs::parse_from(program, about, &spec, std::env::args_os())
+        .unwrap_or_else(|e| e.exit());
+    if args.flag("print_cmd") {
+        print!("{}", args.to_command_line());
+        return Err(ExitCode::SUCCESS);
+    }
+    Ok(args)
+}
 
 fn bad(msg: impl Into<String>) -> EngineError {
     EngineError::Settings(msg.into())

@@ -3,17 +3,14 @@
 
 use std::process::ExitCode;
 
+use modelzoo_engine::runner;
 use modelzoo_resnet::run::{self, ABOUT};
-use run_scripts_template::ResolvedArgs;
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    let args = match runner::start("run_resnet", ABOUT, run::spec()) {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
     // tch reports libtorch errors as panics; `run` catches them and prints the message as an
     // error line, so the hook only notes where (RUST_LOG=debug shows the full text).
     std::panic::set_hook(Box::new(|info| {
@@ -22,21 +19,6 @@ fn main() -> ExitCode {
             eprintln!("run_resnet: libtorch error raised at {loc}");
         }
     }));
-    let spec = match run::spec() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let args = match ResolvedArgs::parse_from("run_resnet", ABOUT, &spec, std::env::args_os()) {
-        Ok(a) => a,
-        Err(e) => e.exit(),
-    };
-    if args.flag("print_cmd") {
-        print!("{}", args.to_command_line());
-        return ExitCode::SUCCESS;
-    }
     match run::run(&args) {
         Ok(summary) if summary.interrupted => {
             eprintln!(
