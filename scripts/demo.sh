@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default — no download, no dataset: a short ResNet-18 training run
 # on the CPU and the same run on the SDAA *emulator* (no SDAA hardware exists here), then the
-# precision report comparing the two, the environment report and the layout check.
+# precision report comparing the two, a tiny GPT trained and sampled, the environment report and
+# the layout check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release
@@ -31,6 +32,11 @@ step "run_resnet on sdaa — EMULATED SDAA (host memory, CPU kernels), not a har
 step "modelzoo compare: emulated-SDAA log vs CPU log (report in $out/report/)"
 "$bin/modelzoo" compare --baseline "$out/cpu/resnet18_log.json" \
     --candidate "$out/sdaa-emulator/resnet18_log.json" --report-dir "$out/report"
+
+step "run_gpt: tiny GPT on the built-in corpus (cpu), then text from its checkpoint"
+"$bin/run_gpt" -c modelzoo/gpt/configs/gpt_tiny.yaml --device cpu --step 40 --output_dir "$out/gpt"
+"$bin/run_gpt" -c modelzoo/gpt/configs/gpt_tiny.yaml --generate --ckpt "$out/gpt" \
+    --prompt "The river" --seed 1
 
 step "modelzoo validate --all modelzoo"
 "$bin/modelzoo" validate --all modelzoo
