@@ -202,8 +202,16 @@ mod drift_check {
             const _: fn($b) -> $a = |x| x;
         };
     }
+    // Per SDK function, a wrapper type named after it around both declarations: a drifted
+    // one is a "mismatched types" error whose types name the function.
     macro_rules! same_fn {
-        ($($name:ident),* $(,)?) => { $( same_type!(expected::$name, g::$name); )* };
+        ($($name:ident),* $(,)?) => {
+            mod signature_of { $( pub struct $name<T>(pub T); )* }
+            $(
+                const _: fn(signature_of::$name<expected::$name>) -> signature_of::$name<g::$name> =
+                    |x| x;
+            )*
+        };
     }
     same_type!(c::sdaaError_t, g::sdaaError_t);
     same_type!(c::tcclResult_t, g::tcclResult_t);
