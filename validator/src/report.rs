@@ -185,22 +185,8 @@ pub fn curves_svg(cmp: &Comparison) -> DrawResult<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("{}: baseline vs candidate", cmp.metric),
-                ("sans-serif", 20),
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..(n - 1.0), lo..hi)?;
-        chart
-            .configure_mesh()
-            .x_desc("paired step")
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_desc(cmp.metric.as_str())
-            .draw()?;
+        let caption = format!("{}: baseline vs candidate", cmp.metric);
+        let mut chart = step_chart(&root, &caption, n, (lo, hi), &cmp.metric)?;
         for (pts, color, width, label) in lines {
             chart
                 .draw_series(LineSeries::new(pts, color.stroke_width(width)))?
@@ -217,6 +203,36 @@ pub fn curves_svg(cmp: &Comparison) -> DrawResult<String> {
         root.present()?;
     }
     Ok(svg)
+}
+
+/// A white chart over `n` paired steps with the mesh and axis labels both plots share.
+fn step_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    n: f64,
+    (lo, hi): (f64, f64),
+    y_desc: &str,
+) -> DrawResult<
+    ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+> {
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..(n - 1.0), lo..hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("paired step")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_desc(y_desc)
+        .draw()?;
+    Ok(chart)
 }
 
 /// Per-step relative error (c−b)/b in percent, with the ±threshold band for rel1.
@@ -237,22 +253,8 @@ pub fn rel_error_svg(cmp: &Comparison) -> DrawResult<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 360)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "relative error per step (candidate − baseline) / baseline",
-                ("sans-serif", 20),
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..(n - 1.0), lo..hi)?;
-        chart
-            .configure_mesh()
-            .x_desc("paired step")
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_desc("relative error (%)")
-            .draw()?;
+        let caption = "relative error per step (candidate − baseline) / baseline";
+        let mut chart = step_chart(&root, caption, n, (lo, hi), "relative error (%)")?;
         let grey = RGBColor(90, 90, 90);
         chart
             .draw_series(LineSeries::new(pts, grey.mix(0.5).stroke_width(1)))?
