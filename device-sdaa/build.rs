@@ -13,6 +13,8 @@ fn main() {
     #[cfg(feature = "bindgen")]
     sdk_bindings::generate();
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
+    println!("cargo:rerun-if-changed=csrc/dist.cpp");
+    println!("cargo:rerun-if-env-changed=GLOO_INCLUDE_DIR");
     let lib = match std::env::var("DEP_TCH_LIBTORCH_LIB") {
         Ok(lib) => std::path::PathBuf::from(lib),
         Err(_) => panic!(
@@ -20,9 +22,28 @@ fn main() {
         ),
     };
     let include = lib.join("../include");
-    cc::Build::new()
+    let mut build = cc::Build::new();
+    // ProcessGroupGloo's header needs gloo's (Debian libgloo-dev; `make setup` installs it).
+    // Without them the shim still builds, and asking for a Gloo group says what to install.
+    let gloo = std::env::var_os("GLOO_INCLUDE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/usr/include".into());
+    if gloo.join("gloo/config.h").is_file() {
+        // -I/usr/include would reorder the system headers (libstdc++'s #include_next).
+        if gloo != std::path::Path::new("/usr/include") {
+            build.include(&gloo);
+        }
+        build.define("USE_C10D_GLOO", None);
+    } else {
+        println!(
+            "cargo:warning=gloo headers not found under {} (set GLOO_INCLUDE_DIR or apt-get install libgloo-dev): DDP on the CPU will be unavailable",
+            gloo.display()
+        );
+    }
+    build
         .cpp(true)
         .file("csrc/shim.cpp")
+        .file("csrc/dist.cpp")
         .include(&include)
         .include(include.join("torch/csrc/api/include"))
         .flag("-std=c++17")

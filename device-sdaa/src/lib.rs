@@ -12,6 +12,7 @@
 
 pub mod bindings;
 pub mod cuda;
+pub mod dist;
 mod error;
 pub mod report;
 pub mod sdaa;

@@ -49,11 +49,17 @@ extern "C" {
 }
 
 /// Takes ownership of a shim string (error or value).
-fn take_string(s: *mut c_char) -> String {
+pub(crate) fn take_string(s: *mut c_char) -> String {
     // SAFETY: the shim returns either null or a NUL-terminated malloc'ed string it owns.
     let out = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
     unsafe { mzd_free_string(s) };
     out
+}
+
+/// Frees a buffer the shim malloc'ed (e.g. a store value).
+pub(crate) fn free_buffer(p: *mut c_char) {
+    // SAFETY: `p` came from the shim's malloc (or is null).
+    unsafe { mzd_free_string(p) }
 }
 
 fn check(err: *mut c_char, action: &'static str) -> Result<(), DeviceError> {

@@ -133,6 +133,11 @@ impl Communicator {
         self.rank
     }
 
+    /// The raw `tcclComm_t`, for the c10d backend in [`crate::dist`].
+    pub(crate) fn raw(&self) -> tcclComm_t {
+        self.comm
+    }
+
     pub fn world_size(&self) -> usize {
         self.world_size
     }

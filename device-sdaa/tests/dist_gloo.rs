@@ -1,0 +1,209 @@
+//! c10d through the shim on the CPU: TCPStore rendezvous, ProcessGroupGloo collectives and
+//! DDP's Reducer, across real processes (this test binary re-runs itself as the ranks).
+
+use std::process::Command;
+use std::time::Duration;
+
+use device_sdaa::dist::{DistError, ProcessGroup, ReduceOp, Reducer, Store};
+use device_sdaa::Device;
+use tch::{nn, nn::Module, Kind, Tensor};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Run `test` of this binary as `world` ranks with RANK/WORLD_SIZE/MASTER_PORT set; returns
+/// each rank's stdout.
+fn spawn_ranks(test: &str, world: usize) -> Vec<String> {
+    let port = free_port().to_string();
+    let exe = std::env::current_exe().expect("test binary path");
+    let children: Vec<_> = (0..world)
+        .map(|rank| {
+            Command::new(&exe)
+                .args([test, "--exact", "--nocapture", "--test-threads=1"])
+                .env("MZ_TEST_RANK", rank.to_string())
+                .env("MZ_TEST_WORLD", world.to_string())
+                .env("MZ_TEST_PORT", &port)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn rank")
+        })
+        .collect();
+    children
+        .into_iter()
+        .enumerate()
+        .map(|(rank, c)| {
+            let out = c.wait_with_output().expect("rank output");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "rank {rank} failed: {text}");
+            text
+        })
+        .collect()
+}
+
+/// (rank, world, store, group) when running as a rank, None in the parent test.
+fn as_rank() -> Option<(usize, usize, Store, ProcessGroup)> {
+    let rank: usize = std::env::var("MZ_TEST_RANK").ok()?.parse().ok()?;
+    let world: usize = std::env::var("MZ_TEST_WORLD").ok()?.parse().ok()?;
+    let port: u16 = std::env::var("MZ_TEST_PORT").ok()?.parse().ok()?;
+    let store = if rank == 0 {
+        Store::serve("127.0.0.1", port, TIMEOUT, "t/")
+    } else {
+        Store::connect("127.0.0.1", port, TIMEOUT, "t/")
+    }
+    .expect("store");
+    let group = ProcessGroup::new(&Device::cpu(), &store, rank, world, TIMEOUT, "127.0.0.1")
+        .expect("gloo group");
+    Some((rank, world, store, group))
+}
+
+fn value_line(stdout: &str, key: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.split_once(&format!("{key}=")).map(|(_, v)| v))
+        .unwrap_or_else(|| panic!("no {key}= line in {stdout}"))
+        .to_string()
+}
+
+#[test]
+fn store_allreduce_and_broadcast_across_processes() {
+    let Some((rank, world, store, group)) = as_rank() else {
+        let outs = spawn_ranks("store_allreduce_and_broadcast_across_processes", 3);
+        for out in &outs {
+            assert_eq!(value_line(out, "sum"), "[6.0, 60.0]", "0+1+2 + 3 ranks of 1s");
+            assert_eq!(value_line(out, "bcast"), "[7.0, 7.0, 7.0, 7.0]");
+            assert_eq!(value_line(out, "arrived"), "3");
+        }
+        return;
+    };
+    assert_eq!(group.backend(), "gloo");
+    let t = Tensor::from_slice(&[rank as f32 + 1.0, 20.0]);
+    group.all_reduce(&[&t], ReduceOp::Sum).unwrap();
+    println!("sum={:?}", Vec::<f32>::try_from(&t).unwrap());
+    let b = Tensor::full([4], rank as f64 + 7.0, (Kind::Float, tch::Device::Cpu));
+    group.broadcast(&[&b], 0).unwrap();
+    println!("bcast={:?}", Vec::<f32>::try_from(&b).unwrap());
+    store.add("arrived", 1).unwrap();
+    while store.add("arrived", 0).unwrap() < world as i64 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("arrived={}", store.add("arrived", 0).unwrap());
+    let z = Tensor::zeros([1], (Kind::Float, tch::Device::Cpu));
+    group.all_reduce(&[&z], ReduceOp::Sum).unwrap(); // nobody leaves before the last read
+}
+
+/// Two ranks, each a different half of one batch: with the Reducer the averaged gradients
+/// equal the full-batch gradient of one process, and the two ranks agree bit for bit.
+#[test]
+fn reducer_averages_gradients_in_backward() {
+    let Some((rank, world, _store, group)) = as_rank() else {
+        let outs = spawn_ranks("reducer_averages_gradients_in_backward", 2);
+        let full = full_batch_grads();
+        let g0 = value_line(&outs[0], "grads");
+        assert_eq!(g0, value_line(&outs[1], "grads"), "ranks hold the same averaged gradients");
+        let got: Vec<f64> = g0.split(',').map(|v| v.parse().unwrap()).collect();
+        assert_eq!(got.len(), full.len());
+        for (a, b) in got.iter().zip(&full) {
+            assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "DDP {a} vs full batch {b}");
+        }
+        return;
+    };
+    let (vs, net) = model();
+    let params: Vec<(String, Tensor)> = {
+        let mut v: Vec<_> = vs.variables().into_iter().collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let mut reducer = Reducer::new(&group, &params, 64).unwrap();
+    let (x, y) = batch();
+    let half = x.size()[0] / world as i64;
+    for step in 0..3 {
+        for (_, p) in &params {
+            let mut g = p.grad();
+            if g.defined() {
+                let _ = g.zero_();
+            }
+        }
+        reducer.before_forward().unwrap();
+        let xs = x.narrow(0, rank as i64 * half, half);
+        let ys = y.narrow(0, rank as i64 * half, half);
+        let loss = (net.forward(&xs) - ys).square().mean(Kind::Float);
+        reducer.before_backward().unwrap();
+        loss.backward();
+        if step == 2 {
+            let flat: Vec<String> = params
+                .iter()
+                .flat_map(|(_, p)| Vec::<f32>::try_from(p.grad().flatten(0, -1)).unwrap())
+                .map(|v| v.to_string())
+                .collect();
+            println!("grads={}", flat.join(","));
+        }
+    }
+}
+
+fn model() -> (nn::VarStore, nn::Sequential) {
+    tch::manual_seed(3);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let net = nn::seq()
+        .add(nn::linear(vs.root() / "a", 5, 16, Default::default()))
+        .add_fn(|x| x.tanh())
+        .add(nn::linear(vs.root() / "b", 16, 3, Default::default()));
+    (vs, net)
+}
+
+fn batch() -> (Tensor, Tensor) {
+    let x = Tensor::arange(8 * 5, (Kind::Float, tch::Device::Cpu)).view([8, 5]) / 40.0;
+    let y = Tensor::arange(8 * 3, (Kind::Float, tch::Device::Cpu)).view([8, 3]).cos();
+    (x, y)
+}
+
+fn full_batch_grads() -> Vec<f64> {
+    let (vs, net) = model();
+    let mut v: Vec<_> = vs.variables().into_iter().collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    let (x, y) = batch();
+    let loss = (net.forward(&x) - y).square().mean(Kind::Float);
+    loss.backward();
+    v.iter()
+        .flat_map(|(_, p)| Vec::<f32>::try_from(p.grad().flatten(0, -1)).unwrap())
+        .map(f64::from)
+        .collect()
+}
+
+#[test]
+fn serving_on_a_taken_port_is_a_clear_error() {
+    if std::env::var("MZ_TEST_RANK").is_ok() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    match Store::serve("127.0.0.1", port, Duration::from_secs(2), "") {
+        Err(e @ DistError::PortInUse { .. }) => {
+            assert!(e.to_string().contains(&port.to_string()), "{e}");
+            assert!(e.to_string().contains("--master_port"), "{e}");
+        }
+        Err(e) => panic!("expected PortInUse, got {e}"),
+        Ok(_) => panic!("served on a taken port"),
+    }
+}
+
+#[test]
+fn connecting_to_nobody_times_out_with_the_address() {
+    if std::env::var("MZ_TEST_RANK").is_ok() {
+        return;
+    }
+    let port = free_port();
+    let t = std::time::Instant::now();
+    let err = Store::connect("127.0.0.1", port, Duration::from_secs(2), "")
+        .err()
+        .expect("nobody serves that port");
+    assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
+    let text = err.to_string();
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    assert!(text.contains("not reachable"), "{text}");
+}
