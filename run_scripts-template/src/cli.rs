@@ -178,6 +178,15 @@ impl ResolvedArgs {
             .unwrap_or_else(|| panic!("argument --{name} is not in the spec"))
     }
 
+    /// Give `--name` a value as if typed (e.g. the `--node_rank` of another node's launch
+    /// command); a name outside the spec is ignored.
+    pub fn set(&mut self, name: &str, value: ArgValue) {
+        if let Some(a) = self.args.iter_mut().find(|a| a.def.name == name) {
+            a.value = Some(value);
+            a.explicit = true;
+        }
+    }
+
     /// Whether the user gave `--name` on the command line (not just its default).
     pub fn is_explicit(&self, name: &str) -> bool {
         self.arg(name).explicit

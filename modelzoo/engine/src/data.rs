@@ -108,6 +108,8 @@ pub struct Loader {
     dataset: Arc<dyn Dataset>,
     opts: LoaderOptions,
     skipped: Arc<AtomicU64>,
+    /// (rank, world size): this rank reads every world-th sample of each epoch's order.
+    shard: (usize, usize),
 }
 
 impl Loader {
@@ -121,12 +123,36 @@ impl Loader {
                 ..opts
             },
             skipped: Arc::new(AtomicU64::new(0)),
+            shard: (0, 1),
+        }
+    }
+
+    /// This loader as rank `rank` of `world` data-parallel ranks, like PyTorch's
+    /// `DistributedSampler`: every rank shuffles the whole dataset the same way (seed + epoch)
+    /// and reads samples `rank, rank + world, ...` of that order, so the ranks' shards are
+    /// disjoint and together are what one process reading `world`× larger batches sees.
+    /// Every rank gets the same number of samples and batches (no rank waits on a batch the
+    /// others lack): with `drop_last` the tail that does not fill all ranks is dropped, else
+    /// the order wraps around to pad it.
+    pub fn sharded(mut self, rank: usize, world: usize) -> Loader {
+        let world = world.max(1);
+        self.shard = (rank.min(world - 1), world);
+        self
+    }
+
+    /// Samples this rank reads per epoch.
+    fn samples_per_epoch(&self) -> usize {
+        let (n, world) = (self.dataset.len(), self.shard.1);
+        if self.opts.drop_last {
+            n / world
+        } else {
+            n.div_ceil(world)
         }
     }
 
     /// Batches per epoch.
     pub fn batches_per_epoch(&self) -> usize {
-        let (n, b) = (self.dataset.len(), self.opts.batch_size);
+        let (n, b) = (self.samples_per_epoch(), self.opts.batch_size);
         if self.opts.drop_last {
             n / b
         } else {
@@ -149,7 +175,13 @@ impl Loader {
                 idx.swap(i, j);
             }
         }
-        idx
+        let (rank, world) = self.shard;
+        if world == 1 || idx.is_empty() {
+            return idx;
+        }
+        (0..self.samples_per_epoch())
+            .map(|k| idx[(k * world + rank) % idx.len()])
+            .collect()
     }
 
     /// The batches of `epoch`, starting after the first `skip` (to resume mid-epoch without
@@ -346,5 +378,43 @@ mod tests {
         all.sort();
         assert_eq!(all, (0..22).filter(|i| *i != 3).collect::<Vec<_>>());
         assert!(par.skipped() >= 1);
+    }
+
+    #[test]
+    fn shards_are_disjoint_equal_sized_and_union_to_the_doubled_batch() {
+        let opts = LoaderOptions {
+            batch_size: 3,
+            shuffle: true,
+            drop_last: true,
+            num_workers: 0,
+            prefetch: 1,
+            seed: 11,
+        };
+        let data = || Arc::new(Numbers(29)) as Arc<dyn Dataset>;
+        let whole = Loader::new(data(), LoaderOptions { batch_size: 6, ..opts });
+        let r0 = Loader::new(data(), opts).sharded(0, 2);
+        let r1 = Loader::new(data(), opts).sharded(1, 2);
+        assert_eq!(r0.batches_per_epoch(), 4, "29 / 2 = 14 samples, 4 batches of 3");
+        assert_eq!(r1.batches_per_epoch(), r0.batches_per_epoch());
+        for epoch in [0, 1] {
+            let (a, b, w) = (labels(&r0, epoch, 0), labels(&r1, epoch, 0), labels(&whole, epoch, 0));
+            for i in 0..a.len() {
+                let mut pair: Vec<i64> = a[i].iter().chain(&b[i]).copied().collect();
+                let mut one: Vec<i64> = w[i].clone();
+                if one.contains(&3) || pair.contains(&3) {
+                    continue; // sample 3 fails to load by design
+                }
+                pair.sort();
+                one.sort();
+                assert_eq!(pair, one, "epoch {epoch} batch {i}: two ranks = one doubled batch");
+            }
+            let mut seen: Vec<i64> = a.concat().into_iter().chain(b.concat()).collect();
+            let n = seen.len();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(seen.len(), n, "shards are disjoint");
+        }
+        let padded = Loader::new(data(), LoaderOptions { drop_last: false, ..opts }).sharded(1, 2);
+        assert_eq!(padded.batches_per_epoch(), 5, "ceil(29 / 2) = 15 samples, padded by wrapping");
     }
 }

@@ -12,6 +12,7 @@ use tch::{nn::VarStore, Kind, Tensor};
 use crate::checkpoint::{self, Counters};
 use crate::data::BatchSource;
 use crate::device::TrainDevice;
+use crate::dist::{self, DataParallel};
 use crate::optim::{Optimizer, OptimizerConfig};
 use crate::scaler::GradScaler;
 use crate::settings::{EngineSettings, Precision};
@@ -148,6 +149,8 @@ pub struct Engine<'d, M: BasicModule> {
     counters: Counters,
     /// Named non-trainable variables (BN running stats), saved with checkpoints.
     all_vars: Vec<(String, Tensor)>,
+    /// Data parallel: this worker's process group and gradient reducer.
+    ddp: Option<DataParallel>,
 }
 
 impl<'d, M: BasicModule> Engine<'d, M> {
@@ -188,7 +191,21 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             scaler,
             counters,
             all_vars,
+            ddp: None,
         })
+    }
+
+    /// Train data-parallel with the other ranks of `ddp`: parameters and buffers start from
+    /// rank 0's, gradients are averaged in buckets during backward (c10d's Reducer), logged
+    /// loss and throughput are the whole job's, and only rank 0 evaluates and saves.
+    pub fn with_data_parallel(mut self, ddp: DataParallel) -> Self {
+        self.ddp = Some(ddp);
+        self
+    }
+
+    /// Whether this process writes checkpoints and evaluation results (rank 0, or no DDP).
+    fn is_main(&self) -> bool {
+        self.ddp.as_ref().is_none_or(DataParallel::is_main)
     }
 
     /// Stop cleanly (finish the step, save, return) when `flag` becomes true.
@@ -262,6 +279,16 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         if let Some(r) = &s.resume {
             self.load(r)?;
         }
+        if let Some(ddp) = self.ddp.as_mut() {
+            let trainable: Vec<(String, Tensor)> = self
+                .all_vars
+                .iter()
+                .filter(|(_, t)| t.requires_grad())
+                .map(|(n, t)| (n.clone(), t.shallow_clone()))
+                .collect();
+            ddp.start(&self.all_vars, &trainable)?;
+        }
+        let rank = self.ddp.as_ref().map_or(0, |d| d.world.rank as u64);
         self.declare_metrics();
         let bar = progress_bar(s.progress, total, self.counters.step);
         let mut summary = FitSummary {
@@ -287,10 +314,17 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 .take(batches_this_epoch.saturating_sub(skip))
             {
                 if micro == 0 {
+                    // Each rank draws its own dropout / random-op stream.
                     self.device.manual_seed(
                         s.seed
-                            .wrapping_add(self.counters.step.wrapping_mul(1_000_003)),
+                            .wrapping_add(self.counters.step.wrapping_mul(1_000_003))
+                            .wrapping_add(rank.wrapping_mul(0x9E37_79B9)),
                     );
+                }
+                // Gradients are averaged over the ranks on the last micro-batch of a step.
+                let sync = micro + 1 == accum;
+                if let (Some(ddp), true) = (self.ddp.as_mut(), sync) {
+                    ddp.before_forward()?;
                 }
                 let batch = self.module.pretreating_batch(batch, self.device);
                 window_samples += self.module.items_in(&batch);
@@ -303,6 +337,9 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                     .device
                     .autocast_with(amp, dtype, &mut || module.training_step(&batch))
                     .to_kind(Kind::Float);
+                if let (Some(ddp), true) = (self.ddp.as_mut(), sync) {
+                    ddp.before_backward()?;
+                }
                 let scaled = if accum > 1 {
                     &loss / accum as f64
                 } else {
@@ -339,7 +376,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                         .last()
                         .map(|t| t.double_value(&[]))
                         .unwrap_or(f64::NAN);
-                    let ips = window_samples as f64 / secs;
+                    let (loss, ips) = self.job_wide(loss, window_samples as f64 / secs)?;
                     let info = StepInfo {
                         epoch,
                         step,
@@ -365,12 +402,12 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                     window_samples = 0;
                     window_start = Instant::now();
                 }
-                let stop = self.stop.load(Ordering::SeqCst);
+                let stop = self.stop_agreed()?;
                 if s.save_steps.is_some_and(|n| step.is_multiple_of(n)) || stop {
                     self.check_finite(&window, step)?;
                     summary.last_checkpoint = Some(self.save_checkpoint()?);
                 }
-                if let (Some(val), Some(f)) = (val, s.eval_freq) {
+                if let (Some(val), Some(f), true) = (val, s.eval_freq, self.is_main()) {
                     if step.is_multiple_of(f) && !last {
                         summary.last_eval = self.evaluate(val)?;
                         window_start = Instant::now();
@@ -396,7 +433,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 self.counters.batch_in_epoch = 0;
             }
             if self.counters.step < total {
-                if let (Some(val), None) = (val, s.eval_freq) {
+                if let (Some(val), None, true) = (val, s.eval_freq, self.is_main()) {
                     summary.last_eval = self.evaluate(val)?;
                 }
                 window_start = Instant::now();
@@ -410,15 +447,58 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             {
                 summary.last_checkpoint = Some(self.save_checkpoint()?);
             }
-            if let Some(val) = val {
+            if let (Some(val), true) = (val, self.is_main()) {
                 summary.last_eval = self.evaluate(val)?;
             }
+        }
+        if let Some(ddp) = &self.ddp {
+            let dev = self.device;
+            // Buffers (BN statistics) move on with each rank's last forward; parameters agree.
+            let cpu: Vec<(String, Tensor)> = self
+                .all_vars
+                .iter()
+                .filter(|(_, t)| t.requires_grad())
+                .map(|(n, t)| (n.clone(), dev.to_cpu(t)))
+                .collect();
+            tracing::info!(
+                "rank {}: parameters fingerprint {} after {} steps",
+                ddp.world.rank,
+                dist::fingerprint(&cpu),
+                self.counters.step
+            );
         }
         summary.steps = self.counters.step;
         summary.epochs_done = self.counters.epoch;
         summary.skipped_samples = train.skipped();
         let _ = lr;
         Ok(summary)
+    }
+
+    /// The logged step loss and throughput of the whole job: the mean loss over the ranks and
+    /// the sum of their items/s (as they are without DDP).
+    fn job_wide(&self, loss: f64, ips: f64) -> Result<(f64, f64), EngineError> {
+        let Some(ddp) = &self.ddp else {
+            return Ok((loss, ips));
+        };
+        let t = self.device.to_device(&Tensor::from_slice(&[loss, ips]));
+        ddp.sum(&t)?;
+        let v: Vec<f64> = Vec::try_from(self.device.to_cpu(&t)).unwrap_or_default();
+        let world = ddp.world.world_size as f64;
+        Ok((v.first().map_or(f64::NAN, |l| l / world), v.get(1).copied().unwrap_or(ips)))
+    }
+
+    /// Whether to stop after this step: this process was signalled, or (data parallel) any
+    /// rank was — agreed by all, so every rank stops after the same step.
+    fn stop_agreed(&self) -> Result<bool, EngineError> {
+        let local = self.stop.load(Ordering::SeqCst);
+        let Some(ddp) = &self.ddp else {
+            return Ok(local);
+        };
+        let t = self
+            .device
+            .to_device(&Tensor::from_slice(&[f32::from(u8::from(local))]));
+        ddp.sum(&t)?;
+        Ok(self.device.to_cpu(&t).double_value(&[0]) > 0.0)
     }
 
     fn check_finite(&self, window: &[Tensor], step: u64) -> Result<(), EngineError> {
@@ -565,8 +645,13 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         out
     }
 
+    /// Save at the current step (rank 0 only under data parallel: the others return the path
+    /// rank 0 writes).
     fn save_checkpoint(&mut self) -> Result<PathBuf, EngineError> {
         let path = checkpoint::path_for(&self.settings.ckpt_dir, self.counters.step);
+        if !self.is_main() {
+            return Ok(path);
+        }
         self.save(&path)?;
         checkpoint::prune(&self.settings.ckpt_dir, self.settings.keep_last)?;
         tracing::info!("checkpoint {}", path.display());

@@ -6,7 +6,9 @@
 pub mod checkpoint;
 pub mod data;
 pub mod device;
+pub mod dist;
 mod engine;
+pub mod launch;
 pub mod optim;
 pub mod rng;
 pub mod runner;
@@ -15,6 +17,7 @@ mod settings;
 
 pub use data::{BatchSource, Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
 pub use device::TrainDevice;
+pub use dist::{DataParallel, WorldInfo};
 pub use engine::{
     install_signal_handlers, BasicModule, Engine, EvalOutput, FitSummary, MetricSink, StepInfo,
 };
@@ -46,4 +49,7 @@ pub enum EngineError {
     NoData { batches: usize, accumulate: u64 },
     #[error("invalid engine settings: {0}")]
     Settings(String),
+    /// Rendezvous, process group or collective failure in a data-parallel run.
+    #[error("data parallel: {0}")]
+    Distributed(String),
 }

@@ -4,19 +4,26 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use dllogger::{Logger, Metadata, Value, Verbosity};
+use device_sdaa::{Device, DeviceSpec};
+use dllogger::{JsonStreamBackend, Logger, Metadata, StdOutBackend, Value, Verbosity};
 use model_config::fleetx::EngineConfig;
 use run_scripts_template::{ArgSpec, ResolvedArgs};
 use tch::Kind;
 
-use crate::{EngineError, EngineSettings, MetricSink, Precision};
+use crate::launch::{self, LaunchPlan};
+use crate::{DataParallel, EngineError, EngineSettings, MetricSink, Precision, WorldInfo};
 
 /// The start of every `run_<model>` binary: diagnostics through `tracing` on stderr (`RUST_LOG`
 /// honoured, `info` by default, never on stdout with the metric lines), then the command line
 /// parsed against the model's merged spec. `Err(code)` means the process ends now: the spec
 /// did not load (2), or `--print_cmd` printed the resolved command (0). clap's own usage
 /// errors exit 2 with the valid values.
+///
+/// With `--nproc_per_node` / `--nnode` above 1 this process is the node's launcher: it runs
+/// the job's workers (see [`launch`]) and `Err` carries the job's exit code. A worker (a
+/// process with torchrun's `WORLD_SIZE`) gets `Ok` and joins with [`join_data_parallel`].
 pub fn start<E: std::fmt::Display>(
     program: &str,
     about: &str,
@@ -35,11 +42,98 @@ pub fn start<E: std::fmt::Display>(
     })?;
     let args = ResolvedArgs::parse_from(program, about, &spec, std::env::args_os())
         .unwrap_or_else(|e| e.exit());
+    let is_worker = std::env::var_os("WORLD_SIZE").is_some();
+    let plan = match LaunchPlan::from_args(&args) {
+        Ok(plan) => plan.filter(|_| !is_worker),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(e.exit_code()));
+        }
+    };
     if args.flag("print_cmd") {
-        print!("{}", args.to_command_line());
+        match &plan {
+            Some(p) => print!("{}", launch::print_commands(&args, p)),
+            None => print!("{}", args.to_command_line()),
+        }
         return Err(ExitCode::SUCCESS);
     }
-    Ok(args)
+    let Some(plan) = plan else {
+        return Ok(args);
+    };
+    let result = std::env::current_exe()
+        .map_err(|e| launch::LaunchError::Usage(format!("cannot find this program to start workers: {e}")))
+        .and_then(|exe| {
+            let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+            launch::launch(&plan, exe, &argv)
+        });
+    Err(match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{program}: error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    })
+}
+
+/// `--device` for this process: a bare `cuda` / `sdaa` in a data-parallel worker means its
+/// own card, `LOCAL_RANK`.
+pub fn worker_device(spec: DeviceSpec) -> Result<DeviceSpec, EngineError> {
+    match (WorldInfo::from_env()?, spec.index, spec.kind) {
+        (Some(w), None, kind) if kind != device_sdaa::DeviceKind::Cpu => Ok(DeviceSpec {
+            kind,
+            index: Some(w.local_rank),
+        }),
+        _ => Ok(spec),
+    }
+}
+
+/// Join the data-parallel job this process was launched into (torchrun environment), on
+/// `device`; `None` for a single-process run. Waits `--dist_timeout` for the other ranks.
+pub fn join_data_parallel(
+    args: &ResolvedArgs,
+    device: &Device,
+) -> Result<Option<DataParallel>, EngineError> {
+    let Some(world) = WorldInfo::from_env()? else {
+        return Ok(None);
+    };
+    let secs = args.int("dist_timeout").unwrap_or(300).max(1) as u64;
+    DataParallel::join(world, device, Duration::from_secs(secs)).map(Some)
+}
+
+/// The run's metric logger: stdout (every rank, lines carry the rank) and, on the rank that
+/// writes reports (rank 0, or a single process), the JSON stream at `json` (appended to when
+/// resuming). Records the batch sizes as a `PARAMETER` line.
+pub fn metric_logger(
+    json: &Path,
+    resume: bool,
+    ddp: Option<&DataParallel>,
+    batch_size: usize,
+) -> std::io::Result<Logger> {
+    let mut backends: Vec<Box<dyn dllogger::Backend>> =
+        vec![Box::new(StdOutBackend::new(Verbosity::Default))];
+    if ddp.is_none_or(DataParallel::is_main) {
+        backends.push(Box::new(if resume {
+            JsonStreamBackend::append(Verbosity::Verbose, json)?
+        } else {
+            JsonStreamBackend::create(Verbosity::Verbose, json)?
+        }));
+    }
+    let mut logger = Logger::new(backends);
+    let world = ddp.map_or(1, |d| d.world.world_size);
+    tracing::info!(
+        "global batch {} = batch {batch_size} x world size {world}",
+        batch_size * world
+    );
+    logger.log(
+        "PARAMETER",
+        &[
+            ("batch_size", Value::Int(batch_size as i64)),
+            ("world_size", Value::Int(world as i64)),
+            ("global_batch_size", Value::Int((batch_size * world) as i64)),
+        ],
+        Verbosity::Default,
+    );
+    Ok(logger)
 }
 
 fn bad(msg: impl Into<String>) -> EngineError {

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use device_sdaa::{Device, DeviceSpec};
-use dllogger::{JsonStreamBackend, Logger, StdOutBackend, Verbosity};
 use model_config::fleetx::{self, EngineConfig};
 use modelzoo_engine::{
     install_signal_handlers, runner, Dataset, Engine, EngineError, EngineSettings, FitSummary,
@@ -176,13 +175,6 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         Some(n) if n >= 0 => n as usize,
         other => return Err(input(format!("--num_workers {other:?}: must be 0 or more"))),
     };
-    for name in ["nproc_per_node", "nnode"] {
-        if positive(args, name)? > 1 {
-            return Err(input(format!(
-                "--{name} > 1: multi-process DDP launch is not implemented in run_resnet yet; run with --nproc_per_node 1 --nnode 1"
-            )));
-        }
-    }
     let mut settings = engine_settings(args)?;
     if let Some(r) = &settings.resume {
         modelzoo_engine::checkpoint::resolve(r).map_err(|e| input(format!("--resume: {e}")))?;
@@ -191,8 +183,10 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
     let spec: DeviceSpec = device_text
         .parse()
         .map_err(|e: device_sdaa::ParseDeviceError| input(e.to_string()))?;
+    let spec = runner::worker_device(spec).map_err(|e| input(e.to_string()))?;
     let device =
         Device::open(spec).map_err(|e| input(format!("cannot open device {spec}: {e}")))?;
+    let ddp = runner::join_data_parallel(args, &device).map_err(|e| input(e.to_string()))?;
     runner::settle_amp(
         &mut settings,
         args.string("amp_dtype").unwrap_or("auto"),
@@ -208,10 +202,13 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         prefetch: 2,
         seed,
     };
-    let train = Loader::new(Arc::clone(&train_set), opts);
+    let (rank, world) = ddp
+        .as_ref()
+        .map_or((0, 1), |d| (d.world.rank, d.world.world_size));
+    let train = Loader::new(Arc::clone(&train_set), opts).sharded(rank, world);
     if train.batches_per_epoch() == 0 {
         return Err(input(format!(
-            "the training set has {} samples, fewer than one batch of {batch_size}; lower --batch_size",
+            "the training set has {} samples, fewer than one batch of {batch_size} for each of {world} rank(s); lower --batch_size",
             train_set.len()
         )));
     }
@@ -247,16 +244,9 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         ))
     })?;
     let json = log_path(&out_dir, model_name);
-    let json_backend = if settings.resume.is_some() {
-        JsonStreamBackend::append(Verbosity::Verbose, &json)
-    } else {
-        JsonStreamBackend::create(Verbosity::Verbose, &json)
-    }
-    .map_err(|e| input(format!("cannot create metric log {}: {e}", json.display())))?;
-    let mut logger = Logger::new(vec![
-        Box::new(StdOutBackend::new(Verbosity::Default)),
-        Box::new(json_backend),
-    ]);
+    let mut logger =
+        runner::metric_logger(&json, settings.resume.is_some(), ddp.as_ref(), batch_size)
+            .map_err(|e| input(format!("cannot create metric log {}: {e}", json.display())))?;
     tracing::info!(
         "{model_name} on {} ({}), batch {batch_size}, precision {:?}; metrics to stdout and {}",
         device.spec(),
@@ -275,6 +265,9 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
             Box::new(runner::DlloggerSink(&mut logger)),
         )?
         .with_stop_flag(stop);
+        if let Some(ddp) = ddp {
+            engine = engine.with_data_parallel(ddp);
+        }
         engine.fit(&train, Some(&val))
     }));
     let summary = match fitted {
