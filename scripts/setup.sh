@@ -4,6 +4,24 @@
 set -euo pipefail
 want="$1" venv="$2" python="$3"
 
+# DDP on the CPU: c10d's ProcessGroupGloo header includes gloo's (Debian libgloo-dev). Install
+# them when missing and this user may; otherwise say what to install (the build then goes on
+# without Gloo, and a CPU DDP run says the same).
+gloo_header="${GLOO_INCLUDE_DIR:-/usr/include}/gloo/config.h"
+if [[ ! -f $gloo_header ]]; then
+    apt=()
+    if [[ $(id -u) == 0 ]]; then apt=(apt-get); elif sudo -n true 2>/dev/null; then apt=(sudo -n apt-get); fi
+    if command -v apt-get >/dev/null && ((${#apt[@]})); then
+        echo "setup: installing libgloo-dev (gloo headers for DDP on the CPU)"
+        "${apt[@]}" install -y -q libgloo-dev >/dev/null 2>&1 \
+            || { "${apt[@]}" update -q >/dev/null 2>&1 && "${apt[@]}" install -y -q libgloo-dev >/dev/null 2>&1; } \
+            || true
+    fi
+    if [[ ! -f $gloo_header ]]; then
+        echo "setup: $gloo_header not found: DDP on the CPU needs the gloo headers; install them (apt-get install libgloo-dev) or set GLOO_INCLUDE_DIR, then rebuild. Continuing without." >&2
+    fi
+fi
+
 if [[ -n "${LIBTORCH:-}" ]]; then
     if [[ ! -d "$LIBTORCH/lib" || ! -d "$LIBTORCH/include" ]]; then
         echo "setup: LIBTORCH=$LIBTORCH has no lib/ and include/ — point it at an unpacked libtorch $want" >&2

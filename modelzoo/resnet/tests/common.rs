@@ -54,3 +54,15 @@ pub fn series(log: &Path, metric: &str) -> Vec<(u64, f64)> {
 pub fn log_of(out: &Path, model: &str) -> PathBuf {
     out.join(format!("{model}_log.json"))
 }
+
+/// The SDAA emulator install (target/sdaa-emulator, built by `make build`).
+pub fn emulator_home() -> PathBuf {
+    let home = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
+    let plugin = home.join("lib64/libtorch_sdaa.so");
+    assert!(
+        plugin.is_file(),
+        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
+        plugin.display()
+    );
+    home.canonicalize().unwrap_or(home)
+}

@@ -4,20 +4,8 @@
 
 mod common;
 
-use common::{log_of, series, text, BIN};
-use std::path::PathBuf;
+use common::{emulator_home, log_of, series, text, BIN};
 use std::process::Command;
-
-fn emulator_home() -> PathBuf {
-    let home = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
-    let plugin = home.join("lib64/libtorch_sdaa.so");
-    assert!(
-        plugin.is_file(),
-        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
-        plugin.display()
-    );
-    home.canonicalize().unwrap_or(home)
-}
 
 fn run_on_emulator(args: &[&str], out: &std::path::Path) -> std::process::Output {
     Command::new(BIN)

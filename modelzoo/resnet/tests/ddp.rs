@@ -1,0 +1,341 @@
+//! Data-parallel run_resnet across real processes on libtorch's c10d (Gloo on the CPU, TCCL
+//! on the SDAA emulator): launcher, torchrun compatibility, multi-node on loopback, faults.
+
+mod common;
+
+use common::{emulator_home, log_of, series, small, BIN};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A quick resnet18 job: `steps` steps of batch 4 at 32 px on 128 synthetic samples.
+/// (`--epoch 1000`: the step count, not the epochs, ends it.)
+fn job(out: &Path, steps: u32, port: u16) -> Vec<String> {
+    let mut a = small(out);
+    a.extend(
+        [
+            "--batch_size",
+            "4",
+            "--synthetic_samples",
+            "128",
+            "--epoch",
+            "1000",
+            "--logging_freq",
+            "5",
+            "--step",
+            &steps.to_string(),
+            "--master_port",
+            &port.to_string(),
+        ]
+        .map(String::from),
+    );
+    a
+}
+
+fn command(args: &[String]) -> Command {
+    let mut c = Command::new(BIN);
+    // One intra-op thread per process: the tests put several ranks on one small machine.
+    c.args(args)
+        .env("RUST_LOG", "info")
+        .env("OMP_NUM_THREADS", "1")
+        .env_remove("WORLD_SIZE")
+        .env_remove("RANK")
+        .env_remove("LOCAL_RANK");
+    c
+}
+
+fn output(c: &mut Command) -> (Output, String) {
+    let o = c.output().expect("run_resnet starts");
+    let text = format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o, text)
+}
+
+/// rank → parameters fingerprint, from the workers' end-of-run lines.
+fn fingerprints(text: &str) -> Vec<(usize, String)> {
+    let mut v: Vec<(usize, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = &l[l.find("rank ")? + 5..];
+            let (rank, rest) = rest.split_once(": parameters fingerprint ")?;
+            Some((rank.parse().ok()?, rest.split_whitespace().next()?.to_string()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn assert_identical(text: &str, world: usize) {
+    let fp = fingerprints(text);
+    assert_eq!(fp.len(), world, "one fingerprint per rank\n{text}");
+    assert!(
+        fp.iter().all(|(_, f)| *f == fp[0].1),
+        "ranks disagree: {fp:?}\n{text}"
+    );
+}
+
+#[test]
+fn two_workers_twenty_steps_end_bit_identical_and_rank0_alone_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = job(dir.path(), 20, free_port());
+    args.extend(["--nproc_per_node", "2"].map(String::from));
+    let (o, text) = output(&mut command(&args));
+    assert!(o.status.success(), "{text}");
+    assert_identical(&text, 2);
+    assert!(text.contains("global batch 8 = batch 4 x world size 2"), "{text}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for rank in 0..2 {
+        assert!(
+            stdout.contains(&format!("Iteration: 20  rank : {rank}  train.loss")),
+            "rank {rank} logs its steps\n{text}"
+        );
+    }
+    let log = log_of(dir.path(), "resnet18");
+    let losses = series(&log, "train.loss");
+    assert_eq!(losses.last().map(|l| l.0), Some(20), "{losses:?}");
+    let json = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        json.contains(r#""step": "PARAMETER", "data": {"rank": 0, "batch_size": 4, "world_size": 2, "global_batch_size": 8}"#),
+        "global batch recorded in the log"
+    );
+    let ckpts: Vec<_> = std::fs::read_dir(dir.path().join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".ckpt"))
+        .collect();
+    assert_eq!(ckpts, vec!["step_00000020.ckpt"], "one writer, no clobbering");
+}
+
+#[test]
+fn two_nodes_on_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut nodes: Vec<Child> = (0..2)
+        .map(|node| {
+            let mut args = job(&dir.path().join(format!("node{node}")), 6, port);
+            args.extend(
+                ["--nnode", "2", "--node_rank", &node.to_string(), "--nproc_per_node", "1"]
+                    .map(String::from),
+            );
+            command(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut all = String::new();
+    for (node, child) in nodes.drain(..).enumerate() {
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "node {node}: {err}");
+        all.push_str(&err);
+    }
+    assert_identical(&all, 2);
+    assert!(log_of(&dir.path().join("node0"), "resnet18").is_file());
+    assert!(
+        !log_of(&dir.path().join("node1"), "resnet18").exists(),
+        "rank 1 writes no report"
+    );
+}
+
+#[test]
+fn torchrun_no_python_launches_the_binary() {
+    let torchrun = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/torchrun");
+    if !torchrun.is_file() {
+        panic!("{} missing: run `make setup`", torchrun.display());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut args = vec![
+        "--nproc_per_node".to_string(),
+        "2".into(),
+        "--master_port".into(),
+        port.to_string(),
+        "--no-python".into(),
+        BIN.into(),
+    ];
+    args.extend(job(dir.path(), 6, free_port()));
+    let (o, text) = output(
+        Command::new(&torchrun)
+            .args(&args)
+            .env("RUST_LOG", "info")
+            .env("OMP_NUM_THREADS", "1"),
+    );
+    assert!(o.status.success(), "{text}");
+    assert_identical(&text, 2);
+    assert!(text.contains("joined through 127.0.0.1:"), "{text}");
+}
+
+#[test]
+fn two_workers_on_the_sdaa_emulator_through_tccl() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = job(dir.path(), 4, free_port());
+    args.extend(["--nproc_per_node", "2", "--device", "sdaa"].map(String::from));
+    let (o, text) = output(
+        command(&args)
+            .env("SDAA_HOME", emulator_home())
+            .env("SDAA_EMULATOR_DEVICES", "2")
+            .env_remove("SDAA_TORCH_PLUGIN"),
+    );
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("tccl process group"), "{text}");
+    assert!(text.contains("rank 1 of 2 (local 1"), "{text}");
+    assert_identical(&text, 2);
+}
+
+#[test]
+fn a_killed_worker_ends_the_job_nonzero_within_a_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = job(dir.path(), 100_000, free_port());
+    args.extend(["--nproc_per_node", "2"].map(String::from));
+    let freq = args.iter().position(|a| a == "--logging_freq").unwrap();
+    args[freq + 1] = "1".into();
+    let mut launcher = command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until training runs (a step of rank 1 logged), then kill rank 1.
+    let stdout = launcher.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let started = Instant::now();
+    while let Some(Ok(line)) = lines.next() {
+        if line.contains("rank : 1  train.loss") || started.elapsed() > Duration::from_secs(120) {
+            break;
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    let workers = workers_of(launcher.id());
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let worker = workers
+        .iter()
+        .find(|&&(_, rank)| rank == 1)
+        .map(|&(pid, _)| pid)
+        .expect("rank 1 is running");
+    let killed = Instant::now();
+    kill9(worker);
+    let o = launcher.wait_with_output().unwrap();
+    let waited = killed.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(waited < Duration::from_secs(60), "took {waited:?}");
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("worker rank 1") && err.contains("signal 9 (SIGKILL)"),
+        "names the rank and its status: {err}"
+    );
+    for (pid, rank) in workers {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "rank {rank} (pid {pid}) outlived the job"
+        );
+    }
+}
+
+/// (pid, RANK) of the live child processes of `parent`.
+fn workers_of(parent: u32) -> Vec<(u32, usize)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid != Some(parent) {
+            continue;
+        }
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let rank = env
+            .split(|&b| b == 0)
+            .filter_map(|kv| std::str::from_utf8(kv).ok())
+            .find_map(|kv| kv.strip_prefix("RANK="))
+            .and_then(|r| r.parse().ok());
+        if let Some(rank) = rank {
+            out.push((pid, rank));
+        }
+    }
+    out
+}
+
+fn kill9(pid: u32) {
+    let status = Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn rendezvous_timeout_names_the_store_and_who_arrived() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut args = job(dir.path(), 2, port);
+    args.extend(["--nnode", "2", "--node_rank", "0", "--dist_timeout", "3"].map(String::from));
+    let started = Instant::now();
+    let (o, text) = output(&mut command(&args));
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{text}");
+    assert!(text.contains(&format!("rendezvous at 127.0.0.1:{port} timed out after 3 s")), "{text}");
+    assert!(text.contains("1 of 2 nodes arrived (node ranks 0)"), "{text}");
+}
+
+#[test]
+fn port_in_use_and_a_node_started_twice_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let mut args = job(dir.path(), 2, port);
+    args.extend(["--nproc_per_node", "2"].map(String::from));
+    let (o, text) = output(&mut command(&args));
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("port {port}")) && text.contains("already in use"), "{text}");
+    drop(taken);
+
+    // Two launchers claim node_rank 1 while node 0 runs: whichever comes second is refused
+    // with a clear error; the job itself runs to the end.
+    let port = free_port();
+    let node = |rank: &str, out: &str| {
+        let mut a = job(&dir.path().join(out), 30, port);
+        a.extend(["--nnode", "2", "--node_rank", rank, "--dist_timeout", "60"].map(String::from));
+        command(&a).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let n0 = node("0", "a");
+    std::thread::sleep(Duration::from_millis(300));
+    let n1 = node("1", "b");
+    std::thread::sleep(Duration::from_millis(300));
+    let n1_again = node("1", "c");
+    let results: Vec<Output> = [n1, n1_again]
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let refused: Vec<&Output> = results.iter().filter(|o| !o.status.success()).collect();
+    assert_eq!(refused.len(), 1, "exactly one of the two is refused");
+    let err = String::from_utf8_lossy(&refused[0].stderr);
+    assert_eq!(refused[0].status.code(), Some(2), "{err}");
+    assert!(err.contains("started twice with --node_rank 1"), "{err}");
+    let n0 = n0.wait_with_output().unwrap();
+    assert!(n0.status.success(), "{}", String::from_utf8_lossy(&n0.stderr));
+}
+
+#[test]
+fn print_cmd_shows_this_node_and_the_others() {
+    let mut args = job(Path::new("/tmp/x"), 2, 29555);
+    args.extend(["--nnode", "2", "--nproc_per_node", "2", "--print_cmd"].map(String::from));
+    let (o, text) = output(&mut command(&args));
+    assert!(o.status.success(), "{text}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("# node 0 of 2 (this node):"), "{out}");
+    assert!(out.contains("# node 1 of 2: run on that machine"), "{out}");
+    assert!(out.contains("--node_rank 1"), "{out}");
+}
