@@ -28,7 +28,10 @@ fn main() {
     let gloo = std::env::var_os("GLOO_INCLUDE_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "/usr/include".into());
-    println!("cargo:rerun-if-changed={}", gloo.join("gloo/config.h").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        gloo.join("gloo/config.h").display()
+    );
     if gloo.join("gloo/config.h").is_file() {
         // -I/usr/include would reorder the system headers (libstdc++'s #include_next).
         if gloo != std::path::Path::new("/usr/include") {

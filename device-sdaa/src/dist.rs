@@ -48,16 +48,24 @@ extern "C" {
         out: *mut *mut MzdStore,
     ) -> *mut c_char;
     fn mzd_store_free(s: *mut MzdStore);
-    fn mzd_store_set(s: *mut MzdStore, key: *const c_char, data: *const u8, len: usize)
-        -> *mut c_char;
+    fn mzd_store_set(
+        s: *mut MzdStore,
+        key: *const c_char,
+        data: *const u8,
+        len: usize,
+    ) -> *mut c_char;
     fn mzd_store_get(
         s: *mut MzdStore,
         key: *const c_char,
         data: *mut *mut u8,
         len: *mut usize,
     ) -> *mut c_char;
-    fn mzd_store_add(s: *mut MzdStore, key: *const c_char, delta: i64, out: *mut i64)
-        -> *mut c_char;
+    fn mzd_store_add(
+        s: *mut MzdStore,
+        key: *const c_char,
+        delta: i64,
+        out: *mut i64,
+    ) -> *mut c_char;
     fn mzd_store_check(s: *mut MzdStore, key: *const c_char, present: *mut c_int) -> *mut c_char;
     fn mzd_have_gloo() -> c_int;
     fn mzd_group_gloo(
@@ -80,8 +88,12 @@ extern "C" {
         out: *mut *mut MzdGroup,
     ) -> *mut c_char;
     fn mzd_group_free(g: *mut MzdGroup);
-    fn mzd_group_allreduce(g: *mut MzdGroup, ts: *const *mut C_tensor, n: usize, op: c_int)
-        -> *mut c_char;
+    fn mzd_group_allreduce(
+        g: *mut MzdGroup,
+        ts: *const *mut C_tensor,
+        n: usize,
+        op: c_int,
+    ) -> *mut c_char;
     fn mzd_group_broadcast_coalesced(
         g: *mut MzdGroup,
         ts: *const *mut C_tensor,
@@ -164,7 +176,12 @@ unsafe impl Sync for Store {}
 
 impl Store {
     /// Serve the store on `port` (all interfaces); fails at once if the port is taken.
-    pub fn serve(addr: &str, port: u16, timeout: Duration, prefix: &str) -> Result<Store, DistError> {
+    pub fn serve(
+        addr: &str,
+        port: u16,
+        timeout: Duration,
+        prefix: &str,
+    ) -> Result<Store, DistError> {
         Self::open(addr, port, true, timeout, prefix)
     }
 
@@ -246,7 +263,8 @@ impl Store {
     pub fn set(&self, key: &str, value: &[u8]) -> Result<(), DistError> {
         let k = cstring(key);
         // SAFETY: live store, valid key and buffer.
-        let err = unsafe { mzd_store_set(self.raw.as_ptr(), k.as_ptr(), value.as_ptr(), value.len()) };
+        let err =
+            unsafe { mzd_store_set(self.raw.as_ptr(), k.as_ptr(), value.as_ptr(), value.len()) };
         error_text(err).map_or(Ok(()), |m| Err(self.fail(&format!("set {key}"), m)))
     }
 
@@ -279,7 +297,9 @@ impl Store {
         let mut present: c_int = 0;
         // SAFETY: live store, valid key.
         let err = unsafe { mzd_store_check(self.raw.as_ptr(), k.as_ptr(), &mut present) };
-        error_text(err).map_or(Ok(present != 0), |m| Err(self.fail(&format!("check {key}"), m)))
+        error_text(err).map_or(Ok(present != 0), |m| {
+            Err(self.fail(&format!("check {key}"), m))
+        })
     }
 }
 
@@ -358,7 +378,9 @@ impl ProcessGroup {
                 }
             }
             DeviceKind::Sdaa => {
-                let api = device.tccl().ok_or_else(|| fail("the SDAA libraries are not loaded".into()))?;
+                let api = device
+                    .tccl()
+                    .ok_or_else(|| fail("the SDAA libraries are not loaded".into()))?;
                 let id = if rank == 0 {
                     let id = tccl::unique_id(&api).map_err(|e| fail(e.to_string()))?;
                     store.set("tccl/unique_id", id.to_hex().as_bytes())?;
@@ -368,7 +390,8 @@ impl ProcessGroup {
                     UniqueId::from_hex(&String::from_utf8_lossy(&hex))
                         .ok_or_else(|| fail("rank 0 published a malformed TCCL unique id".into()))?
                 };
-                let c = Communicator::init(api, &id, rank, size).map_err(|e| fail(e.to_string()))?;
+                let c =
+                    Communicator::init(api, &id, rank, size).map_err(|e| fail(e.to_string()))?;
                 let table = MzdCclApi {
                     all_reduce: api.all_reduce,
                     broadcast: api.broadcast,
@@ -438,20 +461,32 @@ impl ProcessGroup {
 
     /// Reduce each tensor in place over all ranks (contiguous, on this group's device); waits.
     pub fn all_reduce(&self, tensors: &[&Tensor], op: ReduceOp) -> Result<(), DistError> {
-        let ptrs: Vec<*mut C_tensor> = tensors.iter().map(|t| t.as_ptr() as *mut C_tensor).collect();
+        let ptrs: Vec<*mut C_tensor> = tensors
+            .iter()
+            .map(|t| t.as_ptr() as *mut C_tensor)
+            .collect();
         // SAFETY: live group and tensors.
-        let err =
-            unsafe { mzd_group_allreduce(self.raw.as_ptr(), ptrs.as_ptr(), ptrs.len(), op as c_int) };
+        let err = unsafe {
+            mzd_group_allreduce(self.raw.as_ptr(), ptrs.as_ptr(), ptrs.len(), op as c_int)
+        };
         error_text(err).map_or(Ok(()), |m| Err(self.fail(format!("allreduce: {m}"))))
     }
 
     /// Overwrite every tensor with rank `root`'s values, packed into a few large messages
     /// (how DDP syncs parameters and buffers at start).
     pub fn broadcast(&self, tensors: &[&Tensor], root: usize) -> Result<(), DistError> {
-        let ptrs: Vec<*mut C_tensor> = tensors.iter().map(|t| t.as_ptr() as *mut C_tensor).collect();
+        let ptrs: Vec<*mut C_tensor> = tensors
+            .iter()
+            .map(|t| t.as_ptr() as *mut C_tensor)
+            .collect();
         // SAFETY: live group and tensors.
         let err = unsafe {
-            mzd_group_broadcast_coalesced(self.raw.as_ptr(), ptrs.as_ptr(), ptrs.len(), root as c_int)
+            mzd_group_broadcast_coalesced(
+                self.raw.as_ptr(),
+                ptrs.as_ptr(),
+                ptrs.len(),
+                root as c_int,
+            )
         };
         error_text(err).map_or(Ok(()), |m| Err(self.fail(format!("broadcast: {m}"))))
     }
@@ -489,7 +524,10 @@ impl Reducer {
     ) -> Result<Reducer, DistError> {
         let names: Vec<CString> = params.iter().map(|(n, _)| cstring(n)).collect();
         let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
-        let ptrs: Vec<*mut C_tensor> = params.iter().map(|(_, t)| t.as_ptr() as *mut C_tensor).collect();
+        let ptrs: Vec<*mut C_tensor> = params
+            .iter()
+            .map(|(_, t)| t.as_ptr() as *mut C_tensor)
+            .collect();
         let mut raw = std::ptr::null_mut();
         // SAFETY: live group and tensors; names outlive the call (the C++ side copies them).
         let err = unsafe {
@@ -506,7 +544,8 @@ impl Reducer {
         if let Some(m) = error_text(err) {
             return Err(group.fail(format!("creating the gradient reducer: {m}")));
         }
-        let raw = NonNull::new(raw).ok_or_else(|| group.fail("the shim returned no reducer".into()))?;
+        let raw =
+            NonNull::new(raw).ok_or_else(|| group.fail("the shim returned no reducer".into()))?;
         Ok(Reducer {
             raw,
             backend: group.backend,

@@ -75,7 +75,11 @@ fn store_allreduce_and_broadcast_across_processes() {
     let Some((rank, world, store, group)) = as_rank() else {
         let outs = spawn_ranks("store_allreduce_and_broadcast_across_processes", 3);
         for out in &outs {
-            assert_eq!(value_line(out, "sum"), "[6.0, 60.0]", "0+1+2 + 3 ranks of 1s");
+            assert_eq!(
+                value_line(out, "sum"),
+                "[6.0, 60.0]",
+                "0+1+2 + 3 ranks of 1s"
+            );
             assert_eq!(value_line(out, "bcast"), "[7.0, 7.0, 7.0, 7.0]");
             assert_eq!(value_line(out, "arrived"), "3");
         }
@@ -105,11 +109,18 @@ fn reducer_averages_gradients_in_backward() {
         let outs = spawn_ranks("reducer_averages_gradients_in_backward", 2);
         let full = full_batch_grads();
         let g0 = value_line(&outs[0], "grads");
-        assert_eq!(g0, value_line(&outs[1], "grads"), "ranks hold the same averaged gradients");
+        assert_eq!(
+            g0,
+            value_line(&outs[1], "grads"),
+            "ranks hold the same averaged gradients"
+        );
         let got: Vec<f64> = g0.split(',').map(|v| v.parse().unwrap()).collect();
         assert_eq!(got.len(), full.len());
         for (a, b) in got.iter().zip(&full) {
-            assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "DDP {a} vs full batch {b}");
+            assert!(
+                (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+                "DDP {a} vs full batch {b}"
+            );
         }
         return;
     };
@@ -158,7 +169,9 @@ fn model() -> (nn::VarStore, nn::Sequential) {
 
 fn batch() -> (Tensor, Tensor) {
     let x = Tensor::arange(8 * 5, (Kind::Float, tch::Device::Cpu)).view([8, 5]) / 40.0;
-    let y = Tensor::arange(8 * 3, (Kind::Float, tch::Device::Cpu)).view([8, 3]).cos();
+    let y = Tensor::arange(8 * 3, (Kind::Float, tch::Device::Cpu))
+        .view([8, 3])
+        .cos();
     (x, y)
 }
 
@@ -202,7 +215,11 @@ fn connecting_to_nobody_times_out_with_the_address() {
     let err = Store::connect("127.0.0.1", port, Duration::from_secs(2), "")
         .err()
         .expect("nobody serves that port");
-    assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t.elapsed()
+    );
     let text = err.to_string();
     assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
     assert!(text.contains("not reachable"), "{text}");

@@ -391,13 +391,27 @@ mod tests {
             seed: 11,
         };
         let data = || Arc::new(Numbers(29)) as Arc<dyn Dataset>;
-        let whole = Loader::new(data(), LoaderOptions { batch_size: 6, ..opts });
+        let whole = Loader::new(
+            data(),
+            LoaderOptions {
+                batch_size: 6,
+                ..opts
+            },
+        );
         let r0 = Loader::new(data(), opts).sharded(0, 2);
         let r1 = Loader::new(data(), opts).sharded(1, 2);
-        assert_eq!(r0.batches_per_epoch(), 4, "29 / 2 = 14 samples, 4 batches of 3");
+        assert_eq!(
+            r0.batches_per_epoch(),
+            4,
+            "29 / 2 = 14 samples, 4 batches of 3"
+        );
         assert_eq!(r1.batches_per_epoch(), r0.batches_per_epoch());
         for epoch in [0, 1] {
-            let (a, b, w) = (labels(&r0, epoch, 0), labels(&r1, epoch, 0), labels(&whole, epoch, 0));
+            let (a, b, w) = (
+                labels(&r0, epoch, 0),
+                labels(&r1, epoch, 0),
+                labels(&whole, epoch, 0),
+            );
             for i in 0..a.len() {
                 let mut pair: Vec<i64> = a[i].iter().chain(&b[i]).copied().collect();
                 let mut one: Vec<i64> = w[i].clone();
@@ -406,7 +420,10 @@ mod tests {
                 }
                 pair.sort();
                 one.sort();
-                assert_eq!(pair, one, "epoch {epoch} batch {i}: two ranks = one doubled batch");
+                assert_eq!(
+                    pair, one,
+                    "epoch {epoch} batch {i}: two ranks = one doubled batch"
+                );
             }
             let mut seen: Vec<i64> = a.concat().into_iter().chain(b.concat()).collect();
             let n = seen.len();
@@ -414,7 +431,18 @@ mod tests {
             seen.dedup();
             assert_eq!(seen.len(), n, "shards are disjoint");
         }
-        let padded = Loader::new(data(), LoaderOptions { drop_last: false, ..opts }).sharded(1, 2);
-        assert_eq!(padded.batches_per_epoch(), 5, "ceil(29 / 2) = 15 samples, padded by wrapping");
+        let padded = Loader::new(
+            data(),
+            LoaderOptions {
+                drop_last: false,
+                ..opts
+            },
+        )
+        .sharded(1, 2);
+        assert_eq!(
+            padded.batches_per_epoch(),
+            5,
+            "ceil(29 / 2) = 15 samples, padded by wrapping"
+        );
     }
 }

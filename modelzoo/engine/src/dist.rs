@@ -163,8 +163,9 @@ impl DataParallel {
             .map(|(_, t)| t.shallow_clone())
             .collect();
         if self.reducer.is_none() {
-            self.reducer =
-                Some(Reducer::new(&self.group, trainable, Reducer::DEFAULT_CAP_BYTES).map_err(dist)?);
+            self.reducer = Some(
+                Reducer::new(&self.group, trainable, Reducer::DEFAULT_CAP_BYTES).map_err(dist)?,
+            );
         }
         Ok(())
     }

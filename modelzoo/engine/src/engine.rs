@@ -484,7 +484,10 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         ddp.sum(&t)?;
         let v: Vec<f64> = Vec::try_from(self.device.to_cpu(&t)).unwrap_or_default();
         let world = ddp.world.world_size as f64;
-        Ok((v.first().map_or(f64::NAN, |l| l / world), v.get(1).copied().unwrap_or(ips)))
+        Ok((
+            v.first().map_or(f64::NAN, |l| l / world),
+            v.get(1).copied().unwrap_or(ips),
+        ))
     }
 
     /// Whether to stop after this step: this process was signalled, or (data parallel) any

@@ -94,7 +94,10 @@ impl LaunchPlan {
             nproc_per_node: nproc,
             nnode,
             node_rank,
-            master_addr: args.string("master_addr").unwrap_or("127.0.0.1").to_string(),
+            master_addr: args
+                .string("master_addr")
+                .unwrap_or("127.0.0.1")
+                .to_string(),
             master_port: int("master_port", 1, 65535)? as u16,
             timeout: Duration::from_secs(int("dist_timeout", 1, 86_400 * 7)? as u64),
         }))
@@ -217,11 +220,17 @@ fn rendezvous(plan: &LaunchPlan) -> Result<Store, LaunchError> {
     if plan.nnode == 1 {
         return Ok(store);
     }
-    let shape = format!("nnode={} nproc_per_node={}", plan.nnode, plan.nproc_per_node);
+    let shape = format!(
+        "nnode={} nproc_per_node={}",
+        plan.nnode, plan.nproc_per_node
+    );
     if plan.node_rank == 0 {
-        store.set("mz/launch/shape", shape.as_bytes()).map_err(err)?;
+        store
+            .set("mz/launch/shape", shape.as_bytes())
+            .map_err(err)?;
     } else {
-        let theirs = String::from_utf8_lossy(&store.get("mz/launch/shape").map_err(err)?).into_owned();
+        let theirs =
+            String::from_utf8_lossy(&store.get("mz/launch/shape").map_err(err)?).into_owned();
         if theirs != shape {
             return Err(LaunchError::Rendezvous(format!(
                 "node 0 at {addr}:{port} runs {theirs}, this node {shape}: start every node with the same --nnode and --nproc_per_node"

@@ -61,7 +61,9 @@ pub fn start<E: std::fmt::Display>(
         return Ok(args);
     };
     let result = std::env::current_exe()
-        .map_err(|e| launch::LaunchError::Usage(format!("cannot find this program to start workers: {e}")))
+        .map_err(|e| {
+            launch::LaunchError::Usage(format!("cannot find this program to start workers: {e}"))
+        })
         .and_then(|exe| {
             let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
             launch::launch(&plan, exe, &argv)

@@ -155,6 +155,8 @@ pub struct TokenBatches {
     micro: usize,
     vocab: i64,
     per_epoch: usize,
+    /// (rank, world size) under data parallel: batch `i` is the data's batch `i × world + rank`.
+    shard: (usize, usize),
     error: Mutex<Option<DataError>>,
 }
 
@@ -167,8 +169,18 @@ impl TokenBatches {
             micro: micro.max(1),
             vocab,
             per_epoch,
+            shard: (0, 1),
             error: Mutex::new(None),
         }
+    }
+
+    /// These batches as rank `rank` of `world`: rank r's batch i is the data's batch
+    /// `i × world + r`, so the ranks read disjoint samples and together see, step by step,
+    /// the samples one process with a `world`× larger batch would.
+    pub fn sharded(mut self, rank: usize, world: usize) -> TokenBatches {
+        let world = world.max(1);
+        self.shard = (rank.min(world - 1), world);
+        self
     }
 
     /// The data error that cut an epoch short, if any.
@@ -183,8 +195,12 @@ impl BatchSource<TokenBatch> for TokenBatches {
     }
     fn epoch_batches(&self, epoch: u64, skip: usize) -> Box<dyn Iterator<Item = TokenBatch> + '_> {
         let base = epoch as usize * self.per_epoch;
+        let (rank, world) = self.shard;
         Box::new((skip..self.per_epoch).map_while(move |i| {
-            match self.dataset.batch(base + i, self.micro, self.vocab) {
+            match self
+                .dataset
+                .batch((base + i) * world + rank, self.micro, self.vocab)
+            {
                 Ok((input, labels)) => Some(TokenBatch { input, labels }),
                 Err(e) => {
                     if let Ok(mut slot) = self.error.lock() {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use device_sdaa::{Device as RunDevice, DeviceSpec};
-use dllogger::{JsonStreamBackend, Logger, StdOutBackend, Verbosity};
 use modelzoo_engine::{
     install_signal_handlers, runner, BatchSource, Engine, FitSummary, Precision, TrainDevice,
 };
@@ -59,11 +58,6 @@ pub fn run(args: &ResolvedArgs) -> anyhow::Result<()> {
 /// checkpoints to `<output_dir>/checkpoints/`.
 pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
     let mut config = load_config(args)?;
-    for name in ["nproc_per_node", "nnode"] {
-        if runner::positive(args, name)? > 1 {
-            bail!("--{name} > 1: multi-process DDP launch is not implemented in run_gpt yet; run with --nproc_per_node 1 --nnode 1");
-        }
-    }
     if args.is_explicit("batch_size") {
         let bs = runner::positive(args, "batch_size")? as u64;
         let b = &mut config.data.batch_size;
@@ -78,7 +72,9 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
         config.data.dataset.input_dir = Some(dir.to_path_buf());
     }
     config.validate()?;
-    let batch = config.data.batch_size.resolve(1)?;
+    // FleetX: global batch = local batch × data-parallel processes.
+    let world = modelzoo_engine::WorldInfo::from_env()?.map_or(1, |w| w.world_size);
+    let batch = config.data.batch_size.resolve(world as u64)?;
     let from_config = args.path("config").is_some();
     let mut settings = runner::settings_from_args(args, from_config.then_some(&config.engine))?;
     settings.accumulate_steps = batch.accumulate_steps;
@@ -86,8 +82,9 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
         modelzoo_engine::checkpoint::resolve(r).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
     }
     let device_text = args.string("device").unwrap_or("cpu");
-    let spec: DeviceSpec = device_text.parse()?;
+    let spec = runner::worker_device(device_text.parse::<DeviceSpec>()?)?;
     let device = RunDevice::open(spec).with_context(|| format!("cannot open device {spec}"))?;
+    let ddp = runner::join_data_parallel(args, &device)?;
     runner::settle_amp(
         &mut settings,
         args.string("amp_dtype").unwrap_or("auto"),
@@ -115,7 +112,7 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
     let val_set = GptDataset::new(Arc::clone(&corpus), &ds.split, Split::Valid, seq, None)?;
     let micro = batch.micro as usize;
     let accum = batch.accumulate_steps as usize;
-    let full_pass = train_set.len() / micro;
+    let full_pass = train_set.len() / (micro * world);
     if full_pass < accum {
         bail!(
             "{}: the train split holds {} samples of {} tokens, fewer than one step of {} (local batch); use more data or a smaller batch / max_seq_len",
@@ -130,7 +127,11 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
         Some(m) => full_pass.max(m as usize * accum),
         None => full_pass,
     };
-    let train = TokenBatches::new(train_set, micro, vocab, per_epoch);
+    let train = match &ddp {
+        Some(d) => TokenBatches::new(train_set, micro, vocab, per_epoch)
+            .sharded(d.world.rank, d.world.world_size),
+        None => TokenBatches::new(train_set, micro, vocab, per_epoch),
+    };
     let val_batches = val_set.len() / micro;
     let val = (val_batches > 0).then(|| TokenBatches::new(val_set, micro, vocab, val_batches));
     if val.is_none() {
@@ -155,16 +156,13 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
     )?;
     let model_name = args.string("model_name").unwrap_or("gpt");
     let json = runner::log_path(&out_dir, model_name);
-    let json_backend = if settings.resume.is_some() {
-        JsonStreamBackend::append(Verbosity::Verbose, &json)
-    } else {
-        JsonStreamBackend::create(Verbosity::Verbose, &json)
-    }
+    let mut logger = runner::metric_logger(
+        &json,
+        settings.resume.is_some(),
+        ddp.as_ref(),
+        batch.local as usize,
+    )
     .with_context(|| format!("cannot create metric log {}", json.display()))?;
-    let mut logger = Logger::new(vec![
-        Box::new(StdOutBackend::new(Verbosity::Default)),
-        Box::new(json_backend),
-    ]);
     let amp = matches!(settings.precision, Precision::Amp { .. });
     let dev: &dyn TrainDevice = &device;
     let (peak, peak_source) = peak_flops(dev, &device.name(), amp);
@@ -192,6 +190,9 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
             Box::new(runner::DlloggerSink(&mut logger)),
         )?
         .with_stop_flag(stop);
+        if let Some(ddp) = ddp {
+            engine = engine.with_data_parallel(ddp);
+        }
         let val_src = val.as_ref().map(|v| v as &dyn BatchSource<TokenBatch>);
         engine.fit(&train, val_src)
     }));

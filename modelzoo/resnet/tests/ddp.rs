@@ -69,7 +69,10 @@ fn fingerprints(text: &str) -> Vec<(usize, String)> {
         .filter_map(|l| {
             let rest = &l[l.find("rank ")? + 5..];
             let (rank, rest) = rest.split_once(": parameters fingerprint ")?;
-            Some((rank.parse().ok()?, rest.split_whitespace().next()?.to_string()))
+            Some((
+                rank.parse().ok()?,
+                rest.split_whitespace().next()?.to_string(),
+            ))
         })
         .collect();
     v.sort();
@@ -93,7 +96,10 @@ fn two_workers_twenty_steps_end_bit_identical_and_rank0_alone_writes() {
     let (o, text) = output(&mut command(&args));
     assert!(o.status.success(), "{text}");
     assert_identical(&text, 2);
-    assert!(text.contains("global batch 8 = batch 4 x world size 2"), "{text}");
+    assert!(
+        text.contains("global batch 8 = batch 4 x world size 2"),
+        "{text}"
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     for rank in 0..2 {
         assert!(
@@ -114,7 +120,11 @@ fn two_workers_twenty_steps_end_bit_identical_and_rank0_alone_writes() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .filter(|n| n.ends_with(".ckpt"))
         .collect();
-    assert_eq!(ckpts, vec!["step_00000020.ckpt"], "one writer, no clobbering");
+    assert_eq!(
+        ckpts,
+        vec!["step_00000020.ckpt"],
+        "one writer, no clobbering"
+    );
 }
 
 #[test]
@@ -125,8 +135,15 @@ fn two_nodes_on_loopback() {
         .map(|node| {
             let mut args = job(&dir.path().join(format!("node{node}")), 6, port);
             args.extend(
-                ["--nnode", "2", "--node_rank", &node.to_string(), "--nproc_per_node", "1"]
-                    .map(String::from),
+                [
+                    "--nnode",
+                    "2",
+                    "--node_rank",
+                    &node.to_string(),
+                    "--nproc_per_node",
+                    "1",
+                ]
+                .map(String::from),
             );
             command(&args)
                 .stdout(Stdio::null())
@@ -272,7 +289,10 @@ fn workers_of(parent: u32) -> Vec<(u32, usize)> {
 }
 
 fn kill9(pid: u32) {
-    let status = Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
 }
 
@@ -286,8 +306,16 @@ fn rendezvous_timeout_names_the_store_and_who_arrived() {
     let (o, text) = output(&mut command(&args));
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(started.elapsed() < Duration::from_secs(30), "{text}");
-    assert!(text.contains(&format!("rendezvous at 127.0.0.1:{port} timed out after 3 s")), "{text}");
-    assert!(text.contains("1 of 2 nodes arrived (node ranks 0)"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "rendezvous at 127.0.0.1:{port} timed out after 3 s"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 of 2 nodes arrived (node ranks 0)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -299,7 +327,10 @@ fn port_in_use_and_a_node_started_twice_are_clear_errors() {
     args.extend(["--nproc_per_node", "2"].map(String::from));
     let (o, text) = output(&mut command(&args));
     assert_eq!(o.status.code(), Some(2), "{text}");
-    assert!(text.contains(&format!("port {port}")) && text.contains("already in use"), "{text}");
+    assert!(
+        text.contains(&format!("port {port}")) && text.contains("already in use"),
+        "{text}"
+    );
     drop(taken);
 
     // Two launchers claim node_rank 1 while node 0 runs: whichever comes second is refused
@@ -308,7 +339,11 @@ fn port_in_use_and_a_node_started_twice_are_clear_errors() {
     let node = |rank: &str, out: &str| {
         let mut a = job(&dir.path().join(out), 30, port);
         a.extend(["--nnode", "2", "--node_rank", rank, "--dist_timeout", "60"].map(String::from));
-        command(&a).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
+        command(&a)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     };
     let n0 = node("0", "a");
     std::thread::sleep(Duration::from_millis(300));
@@ -325,7 +360,11 @@ fn port_in_use_and_a_node_started_twice_are_clear_errors() {
     assert_eq!(refused[0].status.code(), Some(2), "{err}");
     assert!(err.contains("started twice with --node_rank 1"), "{err}");
     let n0 = n0.wait_with_output().unwrap();
-    assert!(n0.status.success(), "{}", String::from_utf8_lossy(&n0.stderr));
+    assert!(
+        n0.status.success(),
+        "{}",
+        String::from_utf8_lossy(&n0.stderr)
+    );
 }
 
 #[test]
