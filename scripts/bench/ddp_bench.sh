@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): data-parallel scaling on the CPU, 1 worker x 1 thread vs 2 workers x
+# 1 thread, ResNet-18 on synthetic data — run_resnet (c10d Gloo + Reducer through our shim)
+# side by side with PyTorch DDP (Gloo, torchrun) on the same model, batch per worker, image
+# size, optimizer and thread count. Rounds alternate so machine load hits both alike.
+#
+#   scripts/bench/ddp_bench.sh [batch_per_worker] [image_size] [rounds]   (defaults 16 64 2)
+#
+# Needs target/release/run_resnet (make build); installs torchvision into target/bench-py/
+# as scripts/bench/resnet_bench.sh does.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+bs="${1:-16}" size="${2:-64}" rounds="${3:-2}"
+warmup=5 steps=20
+py="$root/.venv/bin/python"
+pydir="$root/target/bench-py"
+bin="$root/target/release/run_resnet"
+[[ -x "$bin" ]] || { echo "ddp_bench: $bin missing; run make build" >&2; exit 1; }
+if [[ ! -d "$pydir/torchvision" || ! -d "$pydir/numpy" || ! -d "$pydir/PIL" ]]; then
+    "$py" -m pip install --disable-pip-version-check -q --no-deps --target "$pydir" torchvision==0.26.0 numpy pillow
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1 RUST_LOG=warn
+
+# run_resnet: the job's train.ips averaged over the logging windows after the warm-up one.
+ours() {
+    local n="$1" out="$work/ours$1"
+    rm -rf "$out"
+    "$bin" --model_name resnet18 --num_classes 1000 --image_size "$size" --batch_size "$bs" \
+        --synthetic_samples $(( bs * n * (warmup + steps) )) --num_workers 0 \
+        --step $(( warmup + steps )) --logging_freq "$warmup" --nproc_per_node "$n" \
+        --master_port $(( 29700 + n )) --output_dir "$out" > /dev/null 2>&1
+    "$py" - "$out/resnet18_log.json" <<'PY'
+import json, sys
+ips = [json.loads(l.split("TCAPPDLL ", 1)[1])["data"]["train.ips"]
+       for l in open(sys.argv[1]) if '"train.ips"' in l and '"data"' in l]
+print(round(sum(ips[1:]) / len(ips[1:]), 2))
+PY
+}
+theirs() {
+    local n="$1"
+    local args=(--batch_size "$bs" --image_size "$size" --warmup "$warmup" --steps "$steps")
+    if (( n == 1 )); then
+        PYTHONPATH="$pydir" "$py" "$root/scripts/bench/ddp_reference.py" "${args[@]}"
+    else
+        PYTHONPATH="$pydir" "$root/.venv/bin/torchrun" --nproc_per_node "$n" --master_port 29710 \
+            "$root/scripts/bench/ddp_reference.py" "${args[@]}" 2>/dev/null
+    fi | "$py" -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["ips"])'
+}
+
+echo "machine: $(lscpu | grep 'Model name' | sed 's/ \+/ /g'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "case: resnet18, batch $bs per worker, ${size}x${size}, 1 thread per worker, $steps timed steps after $warmup"
+printf "%-6s %-12s %12s %12s\n" round impl "1w imgs/s" "2w imgs/s"
+for r in $(seq 1 "$rounds"); do
+    o1=$(ours 1); o2=$(ours 2)
+    t1=$(theirs 1); t2=$(theirs 2)
+    printf "%-6s %-12s %12s %12s   efficiency %s\n" "$r" run_resnet "$o1" "$o2" "$("$py" -c "print(f'{$o2/(2*$o1):.2f}')")"
+    printf "%-6s %-12s %12s %12s   efficiency %s\n" "$r" pytorch-ddp "$t1" "$t2" "$("$py" -c "print(f'{$t2/(2*$t1):.2f}')")"
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
