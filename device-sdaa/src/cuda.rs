@@ -77,3 +77,48 @@ pub fn device_count() -> usize {
         Err(_) => 0,
     }
 }
+
+/// (free, total) bytes of CUDA device `ordinal`, from the CUDA runtime that libtorch_cuda
+/// brought into the process (`cudaMemGetInfo` on that device; the calling thread's current
+/// device is restored). Needs [`load`] to have succeeded. Not yet checked on a GPU machine.
+pub fn mem_info(ordinal: usize) -> Result<(u64, u64), String> {
+    use std::os::raw::c_int;
+    type GetDevice = unsafe extern "C" fn(*mut c_int) -> c_int;
+    type SetDevice = unsafe extern "C" fn(c_int) -> c_int;
+    type MemGetInfo = unsafe extern "C" fn(*mut usize, *mut usize) -> c_int;
+    load().map_err(|e| e.to_string())?;
+    // The runtime is a dependency of libtorch_cuda, loaded RTLD_GLOBAL: look in the process.
+    let this = libloading::os::unix::Library::this();
+    let missing = |s: &str, e: libloading::Error| {
+        format!("{s} not found in the process after loading libtorch_cuda: {e}")
+    };
+    // SAFETY: CUDA runtime API symbols with their documented signatures.
+    unsafe {
+        let get: libloading::os::unix::Symbol<GetDevice> = this
+            .get(b"cudaGetDevice")
+            .map_err(|e| missing("cudaGetDevice", e))?;
+        let set: libloading::os::unix::Symbol<SetDevice> = this
+            .get(b"cudaSetDevice")
+            .map_err(|e| missing("cudaSetDevice", e))?;
+        let info: libloading::os::unix::Symbol<MemGetInfo> = this
+            .get(b"cudaMemGetInfo")
+            .map_err(|e| missing("cudaMemGetInfo", e))?;
+        let mut previous: c_int = 0;
+        let had_previous = get(&mut previous) == 0;
+        let code = set(ordinal as c_int);
+        if code != 0 {
+            return Err(format!("cudaSetDevice({ordinal}) failed with error {code}"));
+        }
+        let (mut free, mut total) = (0usize, 0usize);
+        let code = info(&mut free, &mut total);
+        if had_previous {
+            set(previous);
+        }
+        if code != 0 {
+            return Err(format!(
+                "cudaMemGetInfo on cuda:{ordinal} failed with error {code}"
+            ));
+        }
+        Ok((free as u64, total as u64))
+    }
+}

@@ -268,10 +268,20 @@ impl Device {
         }
     }
 
-    /// Device memory, where the backend reports it (not for the CPU, nor CUDA through tch).
+    /// Free and total device memory: SDAA from its runtime (`sdaaMemGetInfo`), CUDA from the
+    /// CUDA runtime libtorch_cuda loaded (`cudaMemGetInfo`); `None` for the CPU or when the
+    /// backend cannot say.
     pub fn memory_info(&self) -> Option<MemoryInfo> {
-        let s = self.sdaa.as_ref()?;
-        let (free, total) = s.libraries.mem_info(self.ordinal()).ok()?;
+        let (free, total) = match self.kind() {
+            DeviceKind::Cpu => return None,
+            DeviceKind::Cuda => cuda::mem_info(self.ordinal()).ok()?,
+            DeviceKind::Sdaa => self
+                .sdaa
+                .as_ref()?
+                .libraries
+                .mem_info(self.ordinal())
+                .ok()?,
+        };
         Some(MemoryInfo { free, total })
     }
 

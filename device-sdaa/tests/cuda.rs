@@ -14,11 +14,17 @@ fn cuda_is_loaded_on_demand_and_errors_say_what_is_there() {
     let cpu = Device::open(DeviceSpec::CPU).unwrap();
     assert_eq!(cpu.process_group_backend(), "gloo");
     assert_eq!(cpu.default_amp_dtype(), tch::Kind::BFloat16);
+    assert!(
+        cpu.memory_info().is_none(),
+        "the CPU reports no device memory"
+    );
 
     let lib_dir = cuda::libtorch_lib_dir().expect("libtorch_cpu.so is mapped");
     if !lib_dir.join("libtorch_cuda.so").is_file() {
         let e = Device::open("cuda".parse().unwrap()).unwrap_err();
         assert!(matches!(e, DeviceError::CudaLibrary { .. }), "{e}");
+        let e = cuda::mem_info(0).unwrap_err();
+        assert!(e.contains("libtorch_cuda.so"), "{e}");
         return;
     }
     let n = Device::device_count(DeviceKind::Cuda);
@@ -30,8 +36,13 @@ fn cuda_is_loaded_on_demand_and_errors_say_what_is_there() {
     if n == 0 {
         let e = Device::open("cuda".parse().unwrap()).unwrap_err();
         assert!(e.to_string().contains("no CUDA GPU is visible"), "{e}");
+        assert!(cuda::mem_info(0).is_err(), "no device, no memory figures");
     } else {
         let d = Device::open("cuda:0".parse().unwrap()).unwrap();
+        let m = d
+            .memory_info()
+            .expect("cudaMemGetInfo through the loaded runtime");
+        assert!(m.total > 0 && m.free <= m.total, "{m:?}");
         assert_eq!(d.process_group_backend(), "nccl");
         let t = d.to_device(&tch::Tensor::from_slice(&[1.0f32, 2.0]));
         assert_eq!(
