@@ -6,6 +6,7 @@
 // null or a malloc'ed error string (freed with mzd_free_string), no exception crosses into
 // Rust. Built with -DUSE_C10D_GLOO when the gloo headers (Debian libgloo-dev) are present.
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -180,6 +181,76 @@ class HostTimer : public c10d::Timer {
   }
 };
 
+void allreduce_sum(const c10::intrusive_ptr<c10d::ProcessGroup>& pg, at::Tensor& t) {
+  std::vector<at::Tensor> ts{t};
+  pg->allreduce(ts)->wait();
+}
+
+// SyncBatchNorm's training forward/backward over a process group, what
+// torch.nn.SyncBatchNorm computes: batch statistics over every rank's batch (one allreduce of
+// [sum, sum of squares, count] forward, one of [sum dy, sum dy*(x-mean)] backward); weight and
+// bias gradients stay local (DDP's reducer averages them).
+struct SyncBatchNorm : public torch::autograd::Function<SyncBatchNorm> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& weight, const at::Tensor& bias,
+                            at::Tensor running_mean, at::Tensor running_var, double momentum,
+                            double eps, int64_t group) {
+    auto pg = reinterpret_cast<MzdGroup*>(group)->pg;
+    std::vector<int64_t> dims{0};
+    for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+    at::Tensor xf = x.to(at::kFloat);
+    int64_t channels = x.size(1);
+    at::Tensor stats = at::cat({xf.sum(dims), (xf * xf).sum(dims),
+                                at::full({1}, static_cast<double>(x.numel() / channels),
+                                         xf.options())});
+    allreduce_sum(pg, stats);
+    at::Tensor count = stats.narrow(0, 2 * channels, 1);
+    at::Tensor mean = stats.narrow(0, 0, channels) / count;
+    at::Tensor var = (stats.narrow(0, channels, channels) / count - mean * mean).clamp_min(0);
+    at::Tensor invstd = (var + eps).rsqrt();
+    {
+      at::NoGradGuard no_grad;
+      at::Tensor unbiased = var * count / (count - 1).clamp_min(1);
+      running_mean.mul_(1 - momentum).add_(mean.to(running_mean.scalar_type()) * momentum);
+      running_var.mul_(1 - momentum).add_(unbiased.to(running_var.scalar_type()) * momentum);
+    }
+    std::vector<int64_t> shape(x.dim(), 1);
+    shape[1] = channels;
+    at::Tensor xhat = (xf - mean.view(shape)) * invstd.view(shape);
+    at::Tensor y = xhat * weight.to(at::kFloat).view(shape) + bias.to(at::kFloat).view(shape);
+    ctx->save_for_backward({xf, weight, mean, invstd, count});
+    ctx->saved_data["group"] = group;
+    return y.to(x.scalar_type());
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &xf = saved[0], &weight = saved[1], &mean = saved[2], &invstd = saved[3],
+                     &count = saved[4];
+    auto pg = reinterpret_cast<MzdGroup*>(ctx->saved_data["group"].toInt())->pg;
+    at::Tensor dy = grads[0].to(at::kFloat);
+    std::vector<int64_t> dims{0};
+    for (int64_t d = 2; d < xf.dim(); ++d) dims.push_back(d);
+    std::vector<int64_t> shape(xf.dim(), 1);
+    int64_t channels = xf.size(1);
+    shape[1] = channels;
+    at::Tensor xmu = xf - mean.view(shape);
+    at::Tensor local = at::cat({dy.sum(dims), (dy * xmu).sum(dims)});
+    at::Tensor grad_weight = (local.narrow(0, channels, channels) * invstd).to(weight.scalar_type());
+    at::Tensor grad_bias = local.narrow(0, 0, channels).to(weight.scalar_type());
+    at::Tensor total = local.clone();
+    allreduce_sum(pg, total);
+    at::Tensor mean_dy = (total.narrow(0, 0, channels) / count).view(shape);
+    at::Tensor mean_dy_xmu = (total.narrow(0, channels, channels) / count).view(shape);
+    at::Tensor inv = invstd.view(shape);
+    at::Tensor dx = (dy - mean_dy - xmu * inv * inv * mean_dy_xmu) * inv *
+                    weight.to(at::kFloat).view(shape);
+    return {dx.to(grads[0].scalar_type()), grad_weight, grad_bias, at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 c10::intrusive_ptr<c10d::ProcessGroup> wrap(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                             int size, c10::DeviceType device,
                                             c10d::ProcessGroup::BackendType type,
@@ -289,6 +360,20 @@ char* mzd_group_ccl(MzdStore* s, int rank, int size, const MzdCclApi* api, void*
     auto type = device == c10::kCUDA ? c10d::ProcessGroup::BackendType::NCCL
                                      : c10d::ProcessGroup::BackendType::CUSTOM;
     *out = new MzdGroup{wrap(s->store, rank, size, device, type, backend)};
+  })
+}
+
+// Another handle to the same process group.
+char* mzd_group_clone(MzdGroup* g, MzdGroup** out) { MZD_PROTECT({ *out = new MzdGroup{g->pg}; }) }
+
+// Training-mode batch norm with statistics over all ranks of `g` (torch.nn.SyncBatchNorm);
+// updates the running statistics in place; differentiable. `*out` is a new tensor.
+char* mzd_sync_batch_norm(MzdGroup* g, const at::Tensor* x, const at::Tensor* weight,
+                          const at::Tensor* bias, at::Tensor* running_mean,
+                          at::Tensor* running_var, double momentum, double eps, at::Tensor** out) {
+  MZD_PROTECT({
+    *out = new at::Tensor(SyncBatchNorm::apply(*x, *weight, *bias, *running_mean, *running_var,
+                                               momentum, eps, reinterpret_cast<int64_t>(g)));
   })
 }
 

@@ -6,6 +6,7 @@
 use std::ffi::{c_void, CString};
 use std::os::raw::{c_char, c_int};
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tch::Tensor;
@@ -88,6 +89,19 @@ extern "C" {
         out: *mut *mut MzdGroup,
     ) -> *mut c_char;
     fn mzd_group_free(g: *mut MzdGroup);
+    fn mzd_group_clone(g: *mut MzdGroup, out: *mut *mut MzdGroup) -> *mut c_char;
+    #[allow(clippy::too_many_arguments)]
+    fn mzd_sync_batch_norm(
+        g: *mut MzdGroup,
+        x: *const C_tensor,
+        weight: *const C_tensor,
+        bias: *const C_tensor,
+        running_mean: *mut C_tensor,
+        running_var: *mut C_tensor,
+        momentum: f64,
+        eps: f64,
+        out: *mut *mut C_tensor,
+    ) -> *mut c_char;
     fn mzd_group_allreduce(
         g: *mut MzdGroup,
         ts: *const *mut C_tensor,
@@ -326,12 +340,22 @@ pub struct ProcessGroup {
     rank: usize,
     size: usize,
     backend: &'static str,
-    /// The TCCL/NCCL communicator the C++ backend calls into; outlives it (dropped after).
-    _comm: Option<Communicator>,
+    /// The TCCL/NCCL communicator the C++ backend calls into; outlives every handle to it.
+    _comm: Option<Arc<Communicator>>,
 }
 
 // SAFETY: c10d process groups are used from one thread at a time here; they may move.
 unsafe impl Send for ProcessGroup {}
+
+impl std::fmt::Debug for ProcessGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ProcessGroup({}, rank {} of {})",
+            self.backend, self.rank, self.size
+        )
+    }
+}
 
 impl ProcessGroup {
     /// The process group for `device` (see [`Device::process_group_backend`]), rendezvousing
@@ -412,7 +436,10 @@ impl ProcessGroup {
                         &mut raw,
                     )
                 };
-                comm = Some(c);
+                // Shared only by handles to this one group, which call it one at a time.
+                #[allow(clippy::arc_with_non_send_sync)]
+                let shared = Arc::new(c);
+                comm = Some(shared);
                 err
             }
             DeviceKind::Cuda => {
@@ -457,6 +484,60 @@ impl ProcessGroup {
             size: self.size,
             message: first_line(&message).to_string(),
         }
+    }
+
+    /// Another handle to the same group (e.g. for a model's SyncBatchNorm layers).
+    pub fn try_clone(&self) -> Result<ProcessGroup, DistError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: live group; `raw` receives a new handle sharing it.
+        let err = unsafe { mzd_group_clone(self.raw.as_ptr(), &mut raw) };
+        if let Some(m) = error_text(err) {
+            return Err(self.fail(m));
+        }
+        Ok(ProcessGroup {
+            raw: NonNull::new(raw).ok_or_else(|| self.fail("the shim returned no group".into()))?,
+            rank: self.rank,
+            size: self.size,
+            backend: self.backend,
+            _comm: self._comm.clone(),
+        })
+    }
+
+    /// Training-mode batch norm of `x` (N, C, ...) with batch statistics over every rank's
+    /// batch, as `torch.nn.SyncBatchNorm`: updates `running_mean` / `running_var` in place
+    /// (momentum, unbiased variance) and is differentiable (its backward is a collective too,
+    /// so every rank must run the same forward and backward).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sync_batch_norm(
+        &self,
+        x: &Tensor,
+        weight: &Tensor,
+        bias: &Tensor,
+        running_mean: &Tensor,
+        running_var: &Tensor,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<Tensor, DistError> {
+        let mut out: *mut C_tensor = std::ptr::null_mut();
+        // SAFETY: live group and tensors; on success `out` is a new tensor we own.
+        let err = unsafe {
+            mzd_sync_batch_norm(
+                self.raw.as_ptr(),
+                x.as_ptr(),
+                weight.as_ptr(),
+                bias.as_ptr(),
+                running_mean.as_ptr() as *mut C_tensor,
+                running_var.as_ptr() as *mut C_tensor,
+                momentum,
+                eps,
+                &mut out,
+            )
+        };
+        if let Some(m) = error_text(err) {
+            return Err(self.fail(format!("sync batch norm: {m}")));
+        }
+        // SAFETY: a fresh `at::Tensor*` from the shim.
+        Ok(unsafe { Tensor::from_ptr(out) })
     }
 
     /// Reduce each tensor in place over all ranks (contiguous, on this group's device); waits.

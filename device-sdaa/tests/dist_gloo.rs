@@ -224,3 +224,109 @@ fn connecting_to_nobody_times_out_with_the_address() {
     assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
     assert!(text.contains("not reachable"), "{text}");
 }
+
+/// SyncBatchNorm on two ranks, each with half a batch, equals batch norm of the whole batch in
+/// one process: outputs, input gradients, running statistics; weight/bias gradients sum to it.
+#[test]
+fn sync_batch_norm_equals_whole_batch_norm() {
+    let Some((rank, world, _store, group)) = as_rank() else {
+        let outs = spawn_ranks("sync_batch_norm_equals_whole_batch_norm", 2);
+        let (y, dx, rm, rv, dw) = whole_batch_norm();
+        let field = |key: &str| -> Vec<Vec<f64>> {
+            outs.iter()
+                .map(|o| {
+                    value_line(o, key)
+                        .split(',')
+                        .map(|v| v.parse().unwrap())
+                        .collect()
+                })
+                .collect()
+        };
+        let close = |a: &[f64], b: &[f64], what: &str| {
+            assert_eq!(a.len(), b.len(), "{what}");
+            for (x, y) in a.iter().zip(b) {
+                assert!(
+                    (x - y).abs() <= 1e-5 * y.abs().max(1.0),
+                    "{what}: {x} vs {y}"
+                );
+            }
+        };
+        close(&field("y").concat(), &y, "outputs");
+        close(&field("dx").concat(), &dx, "input gradients");
+        for r in 0..2 {
+            close(&field("rm")[r], &rm, "running mean");
+            close(&field("rv")[r], &rv, "running var");
+        }
+        let dws = field("dw");
+        let summed: Vec<f64> = dws[0].iter().zip(&dws[1]).map(|(a, b)| a + b).collect();
+        close(&summed, &dw, "weight gradient (summed over ranks)");
+        return;
+    };
+    let (x, c, w, b, rm, rv) = bn_inputs();
+    let half = x.size()[0] / world as i64;
+    let xs = x
+        .narrow(0, rank as i64 * half, half)
+        .detach()
+        .set_requires_grad(true);
+    let cs = c.narrow(0, rank as i64 * half, half);
+    let y = group
+        .sync_batch_norm(&xs, &w, &b, &rm, &rv, 0.1, 1e-5)
+        .unwrap();
+    (&y * &cs).sum(Kind::Float).backward();
+    let show = |t: &Tensor| {
+        Vec::<f32>::try_from(t.flatten(0, -1))
+            .unwrap()
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    println!("y={}", show(&y.detach()));
+    println!("dx={}", show(&xs.grad()));
+    println!("rm={}", show(&rm));
+    println!("rv={}", show(&rv));
+    println!("dw={}", show(&w.grad()));
+}
+
+fn bn_inputs() -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor) {
+    let opts = (Kind::Float, tch::Device::Cpu);
+    let x = (Tensor::arange(6 * 3 * 2 * 2, opts).view([6, 3, 2, 2]) * 0.37).sin() * 3.0 + 1.0;
+    let c = (Tensor::arange(6 * 3 * 2 * 2, opts).view([6, 3, 2, 2]) * 0.11).cos();
+    let w = Tensor::from_slice(&[1.5f32, 0.5, -1.0]).set_requires_grad(true);
+    let b = Tensor::from_slice(&[0.1f32, -0.2, 0.3]).set_requires_grad(true);
+    (
+        x,
+        c,
+        w,
+        b,
+        Tensor::zeros([3], opts),
+        Tensor::ones([3], opts),
+    )
+}
+
+/// (outputs, input gradients, running mean, running var, weight gradient), flattened.
+type BnResults = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+
+fn whole_batch_norm() -> BnResults {
+    let (x, c, w, b, rm, rv) = bn_inputs();
+    let x = x.set_requires_grad(true);
+    let y = x.batch_norm(
+        Some(&w),
+        Some(&b),
+        Some(&rm),
+        Some(&rv),
+        true,
+        0.1,
+        1e-5,
+        false,
+    );
+    (&y * &c).sum(Kind::Float).backward();
+    let v = |t: &Tensor| -> Vec<f64> {
+        Vec::<f32>::try_from(t.flatten(0, -1))
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect()
+    };
+    (v(&y.detach()), v(&x.grad()), v(&rm), v(&rv), v(&w.grad()))
+}

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use device_sdaa::dist::ProcessGroup;
 use tch::nn::{self, ModuleT};
 use tch::Tensor;
 
@@ -93,6 +94,17 @@ fn bn(p: nn::Path, c: i64) -> nn::BatchNorm {
     )
 }
 
+/// Batch norm of `x`: over every rank's batch when `sync` is given and training
+/// (SyncBatchNorm), else tch's per-process batch norm.
+fn norm(b: &nn::BatchNorm, x: &Tensor, train: bool, sync: Option<&ProcessGroup>) -> Tensor {
+    match (sync, train, &b.ws, &b.bs) {
+        (Some(g), true, Some(w), Some(bias)) => g
+            .sync_batch_norm(x, w, bias, &b.running_mean, &b.running_var, 0.1, 1e-5)
+            .unwrap_or_else(|e| panic!("{e}")),
+        _ => x.apply_t(b, train),
+    }
+}
+
 #[derive(Debug)]
 struct Block {
     convs: Vec<(nn::Conv2D, nn::BatchNorm)>,
@@ -137,17 +149,17 @@ impl Block {
         (Block { convs, downsample }, cout)
     }
 
-    fn forward_t(&self, x: &Tensor, train: bool) -> Tensor {
+    fn forward_t(&self, x: &Tensor, train: bool, sync: Option<&ProcessGroup>) -> Tensor {
         let mut y = x.shallow_clone();
         let last = self.convs.len() - 1;
         for (i, (c, b)) in self.convs.iter().enumerate() {
-            y = y.apply(c).apply_t(b, train);
+            y = norm(b, &y.apply(c), train, sync);
             if i < last {
                 y = y.relu();
             }
         }
         let identity = match &self.downsample {
-            Some((c, b)) => x.apply(c).apply_t(b, train),
+            Some((c, b)) => norm(b, &x.apply(c), train, sync),
             None => x.shallow_clone(),
         };
         (y + identity).relu()
@@ -161,6 +173,8 @@ pub struct ResNet {
     bn1: nn::BatchNorm,
     layers: Vec<Block>,
     fc: nn::Linear,
+    /// Data parallel with `--sync_bn`: the group BatchNorm statistics are taken over.
+    sync_bn: Option<ProcessGroup>,
 }
 
 impl ResNet {
@@ -204,19 +218,24 @@ impl ResNet {
             bn1,
             layers,
             fc,
+            sync_bn: None,
         }
+    }
+
+    /// Normalise with batch statistics over all ranks of `group` when training.
+    pub fn set_sync_bn(&mut self, group: ProcessGroup) {
+        self.sync_bn = Some(group);
     }
 }
 
 impl ModuleT for ResNet {
     fn forward_t(&self, x: &Tensor, train: bool) -> Tensor {
-        let mut y = x
-            .apply(&self.conv1)
-            .apply_t(&self.bn1, train)
+        let sync = self.sync_bn.as_ref();
+        let mut y = norm(&self.bn1, &x.apply(&self.conv1), train, sync)
             .relu()
             .max_pool2d([3, 3], [2, 2], [1, 1], [1, 1], false);
         for b in &self.layers {
-            y = b.forward_t(&y, train);
+            y = b.forward_t(&y, train, sync);
         }
         y.adaptive_avg_pool2d([1, 1]).flatten(1, -1).apply(&self.fc)
     }

@@ -36,6 +36,12 @@ pub fn to_channels_last(t: &Tensor) -> Tensor {
 }
 
 impl ResNetModule {
+    /// SyncBatchNorm over `group` (data parallel `--sync_bn`).
+    pub fn with_sync_bn(mut self, group: device_sdaa::dist::ProcessGroup) -> ResNetModule {
+        self.net.set_sync_bn(group);
+        self
+    }
+
     /// Build on the CPU with `seed`-determined initial weights.
     pub fn new(variant: Variant, num_classes: i64, hyper: Hyper, seed: u64) -> ResNetModule {
         tch::manual_seed(seed as i64);

@@ -230,7 +230,16 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         clip_grad_norm: args.float("clip_grad_norm"),
         channels_last: args.flag("channels_last"),
     };
-    let module = ResNetModule::new(variant, num_classes as i64, hyper, seed);
+    let mut module = ResNetModule::new(variant, num_classes as i64, hyper, seed);
+    if args.flag("sync_bn") {
+        match &ddp {
+            Some(d) => {
+                let group = d.group.try_clone().map_err(|e| input(e.to_string()))?;
+                module = module.with_sync_bn(group);
+            }
+            None => tracing::warn!("--sync_bn without data parallel: BatchNorm as usual"),
+        }
+    }
 
     let out_dir = settings
         .ckpt_dir
