@@ -214,18 +214,27 @@ impl Optimizer {
                         if p.decay && wd != 0.0 {
                             let _ = p.param.g_mul_scalar_(1.0 - lr * wd);
                         }
+                        // torch.optim.AdamW's single-tensor update, in place where it is.
                         let g = g.to_kind(p.state[0].kind());
-                        let _ = p.state[0]
-                            .g_mul_scalar_(beta1)
-                            .g_add_(&(&g * (1.0 - beta1)));
+                        let _ = p.state[0].lerp_(&g, 1.0 - beta1);
                         let _ = p.state[1]
                             .g_mul_scalar_(beta2)
-                            .g_add_(&(&g * &g * (1.0 - beta2)));
+                            .addcmul_(&g, &(&g * (1.0 - beta2)));
+                        if lr == 0.0 {
+                            continue;
+                        }
                         let bc1 = 1.0 - beta1.powi(t);
                         let bc2 = 1.0 - beta2.powi(t);
-                        let denom = p.state[1].sqrt() / bc2.sqrt() + epsilon;
-                        let update = (&p.state[0] / denom) * (lr / bc1);
-                        let _ = p.param.g_sub_(&update.to_kind(p.param.kind()));
+                        // param += exp_avg / denom with denom = -(√v̂ + ε)·bc1/lr: one
+                        // temporary, no step-sized copy of exp_avg.
+                        let mut denom = p.state[1].sqrt();
+                        let _ = denom
+                            .g_div_scalar_(bc2.sqrt())
+                            .g_add_scalar_(epsilon)
+                            .g_mul_scalar_(-bc1 / lr);
+                        let _ = p
+                            .param
+                            .addcdiv_(&p.state[0], &denom.to_kind(p.param.kind()));
                     }
                 }
             }
