@@ -1,21 +1,26 @@
 //! Zero-shot text generation with a KV cache: greedy search, or sampling with temperature,
 //! top-k and top-p; `min_dec_len` holds off end-of-text, `max_dec_len` bounds the output.
 //! Sampling draws from a generator seeded per call, so a seed always gives the same text.
+//! The network runs on any [`TrainDevice`] (the CPU, CUDA, SDAA); token choice happens on the
+//! CPU in fp32, so a device whose fp32 results equal the CPU's yields the CPU's text.
 
-use tch::{Device, Kind, Tensor};
+use modelzoo_engine::TrainDevice;
+use tch::{Kind, Tensor};
 
 use crate::config::{DecodeStrategy, Generation};
 use crate::model::{Gpt, KvCache, ModelError};
 
 /// Generated continuations (prompt excluded) for one prompt, `num_return_sequences` of them.
-/// `eos` ends a sequence (it is not included); `device` is where the model lives.
+/// `eos` ends a sequence (it is not included); `device` is where the model's variables live
+/// (`&tch::Device::Cpu` for a CPU model, a `device_sdaa::Device` after
+/// `move_var_store`).
 pub fn generate(
     model: &Gpt,
     prompt: &[i64],
     params: &Generation,
     eos: Option<i64>,
     seed: u64,
-    device: Device,
+    device: &dyn TrainDevice,
 ) -> Result<Vec<Vec<i64>>, ModelError> {
     let n = params.num_return_sequences as i64;
     let vocab = model.config().vocab_size;
@@ -29,19 +34,13 @@ pub fn generate(
     let mut out: Vec<Vec<i64>> = vec![Vec::new(); n as usize];
     let mut done = vec![false; n as usize];
     let mut cache = KvCache::new();
-    let ids = Tensor::from_slice(prompt)
-        .view([1, -1])
-        .repeat([n, 1])
-        .to_device(device);
+    let ids = device.to_device(&Tensor::from_slice(prompt).view([1, -1]).repeat([n, 1]));
     let mut logits = model.forward(&ids, Some(&mut cache), false)?;
     // A private generator: sampling neither depends on nor disturbs libtorch's global RNG.
     let mut rng = SplitMix(seed);
     for step in 0..params.max_dec_len {
         // Last position's logits, on the CPU in fp32.
-        let last = logits
-            .select(1, -1)
-            .to_device(Device::Cpu)
-            .to_kind(Kind::Float);
+        let last = device.to_cpu(&logits.select(1, -1)).to_kind(Kind::Float);
         let mut next = Vec::with_capacity(n as usize);
         for row in 0..n {
             let mut l = last.get(row);
@@ -70,7 +69,7 @@ pub fn generate(
         if done.iter().all(|d| *d) || step + 1 == params.max_dec_len {
             break;
         }
-        let input = Tensor::from_slice(&next).view([n, 1]).to_device(device);
+        let input = device.to_device(&Tensor::from_slice(&next).view([n, 1]));
         logits = model.forward(&input, Some(&mut cache), false)?;
     }
     Ok(out)

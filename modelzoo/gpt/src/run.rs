@@ -21,8 +21,8 @@ use crate::model::Gpt;
 use crate::module::{peak_flops, GptModule, TokenBatch, TokenBatches};
 use crate::tokenizer::Tokenizer;
 
-/// Training itself failed (non-finite loss, libtorch error, I/O during the run): exit 1,
-/// where bad input exits 2.
+/// Training or generation itself failed (non-finite loss, libtorch error, I/O during the
+/// run): exit 1, where bad input exits 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct TrainingFailed(pub String);
@@ -81,9 +81,7 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
     if let Some(r) = &settings.resume {
         modelzoo_engine::checkpoint::resolve(r).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
     }
-    let device_text = args.string("device").unwrap_or("cpu");
-    let spec = runner::worker_device(device_text.parse::<DeviceSpec>()?)?;
-    let device = RunDevice::open(spec).with_context(|| format!("cannot open device {spec}"))?;
+    let device = open_device(args)?;
     let ddp = runner::join_data_parallel(args, &device)?;
     runner::settle_amp(
         &mut settings,
@@ -219,6 +217,14 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
     Ok(summary)
 }
 
+/// Opens `--device` (cpu, cuda[:N], sdaa[:N]) the way training and generation both use it.
+/// `--device`, opened; a bare cuda/sdaa in a data-parallel worker is its LOCAL_RANK card.
+fn open_device(args: &ResolvedArgs) -> anyhow::Result<RunDevice> {
+    let text = args.string("device").unwrap_or("cpu");
+    let spec = runner::worker_device(text.parse::<DeviceSpec>()?)?;
+    RunDevice::open(spec).with_context(|| format!("cannot open device {spec}"))
+}
+
 fn run_generate(args: &ResolvedArgs) -> anyhow::Result<()> {
     let prompt = args
         .string("prompt")
@@ -227,10 +233,6 @@ fn run_generate(args: &ResolvedArgs) -> anyhow::Result<()> {
         .path("ckpt")
         .context("--generate needs --ckpt <training output_dir or checkpoint>")?
         .to_path_buf();
-    let device = args.string("device").unwrap_or("cpu");
-    if device != "cpu" {
-        bail!("--generate runs on --device cpu only for now (got `{device}`)");
-    }
     let config = load_config(args)?;
     let (file, dir) = checkpoint::resolve(&ckpt)?;
     let meta = checkpoint::read_meta(&dir)?;
@@ -243,9 +245,13 @@ fn run_generate(args: &ResolvedArgs) -> anyhow::Result<()> {
     };
     model_cfg.validate()?;
     let tokenizer = Tokenizer::load(tok_path.as_deref())?;
-    let vs = VarStore::new(Device::Cpu);
+    let device = open_device(args)?;
+    let mut vs = VarStore::new(Device::Cpu);
     let model = Gpt::new(&vs.root(), &model_cfg);
     checkpoint::load_weights(&vs, &file)?;
+    device
+        .move_var_store(&mut vs)
+        .with_context(|| format!("cannot move the model to {}", device.spec()))?;
     let ids: Vec<i64> = tokenizer
         .encode(prompt)?
         .into_iter()
@@ -262,8 +268,17 @@ fn run_generate(args: &ResolvedArgs) -> anyhow::Result<()> {
     }
     let seed = args.int("seed").unwrap_or(42) as u64;
     let eos = tokenizer.eos_id().map(i64::from);
-    tracing::info!(checkpoint = %file.display(), seed, "generating");
-    let outputs = generate(&model, &ids, &config.generation, eos, seed, Device::Cpu)?;
+    tracing::info!(checkpoint = %file.display(), seed, device = %device.spec(), "generating");
+    let outputs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        generate(&model, &ids, &config.generation, eos, seed, &device)
+    }))
+    .map_err(|payload| {
+        TrainingFailed(format!(
+            "libtorch failed during generation on {}: {}",
+            device.spec(),
+            runner::panic_text(payload.as_ref())
+        ))
+    })??;
     println!("Prompt: {prompt}");
     for out in outputs {
         let ids: Vec<u32> = out.iter().filter_map(|&i| u32::try_from(i).ok()).collect();

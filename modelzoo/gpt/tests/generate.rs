@@ -56,7 +56,7 @@ fn checkpoint_generate_round_trip() {
     let mut greedy = cfg.generation.clone();
     greedy.decode_strategy = DecodeStrategy::GreedySearch;
     greedy.max_dec_len = 20;
-    let expected = generate(&model, &ids, &greedy, Some(256), 0, Device::Cpu).unwrap();
+    let expected = generate(&model, &ids, &greedy, Some(256), 0, &Device::Cpu).unwrap();
     assert!(!expected[0].is_empty() && expected[0].len() <= 20);
     let text: Vec<u32> = expected[0].iter().map(|&i| i as u32).collect();
     let expected_line = format!("Generation: {prompt}{}", tok.decode(&text).unwrap());
@@ -133,4 +133,121 @@ fn bad_generate_requests_are_clear_errors() {
     assert!(err.contains("Model.use_recompute"), "{err}");
     let (code, _, err) = run_gpt(&["--no_such_flag"]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// `run_gpt --generate --device sdaa` on the SDAA emulator (libraries standing in for the SDK:
+/// plumbing only, never SDAA numbers) prints exactly the CPU's text: the emulator computes
+/// fp32 like the CPU, and generation chooses tokens on the host in fp32 — so a device that
+/// were silently skipped, or tensors left on the wrong device, would fail here or in the
+/// emulator's device checks.
+#[test]
+fn generate_on_the_sdaa_emulator_equals_the_cpu_text() {
+    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
+    let plugin = home.join("lib64/libtorch_sdaa.so");
+    assert!(
+        plugin.is_file(),
+        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
+        plugin.display()
+    );
+    let home = home.canonicalize().unwrap_or(home);
+    let cfg = GptConfig::load(Some(&tiny_path()), &[]).unwrap();
+    tch::manual_seed(11);
+    let vs = VarStore::new(Device::Cpu);
+    let _model = Gpt::new(&vs.root(), &cfg.model);
+    let out = tempfile::tempdir().unwrap();
+    let meta = Meta {
+        model: cfg.model.clone(),
+        tokenizer: None,
+    };
+    checkpoint::save(&out.path().join("checkpoints"), 1, &vs, &meta).unwrap();
+    let ckpt = out.path().to_str().unwrap();
+    let tiny = tiny_path();
+    let gen = |device: &str, strategy: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_run_gpt"))
+            .args([
+                "--generate",
+                "--ckpt",
+                ckpt,
+                "--prompt",
+                "The red goat",
+                "-c",
+                tiny.to_str().unwrap(),
+                "--device",
+                device,
+                "--seed",
+                "3",
+                "-o",
+                &format!("Generation.decode_strategy={strategy}"),
+                "-o",
+                "Generation.max_dec_len=16",
+                "-o",
+                "Generation.num_return_sequences=2",
+            ])
+            .env("SDAA_HOME", &home)
+            .env_remove("TECO_HOME")
+            .env_remove("SDAA_TORCH_PLUGIN")
+            .env("RUST_LOG", "info")
+            .output()
+            .expect("run_gpt starts");
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "--device {device}: {stderr}");
+        (String::from_utf8_lossy(&o.stdout).into_owned(), stderr)
+    };
+    for strategy in ["greedy_search", "sampling"] {
+        let (cpu, _) = gen("cpu", strategy);
+        let (sdaa, log) = gen("sdaa", strategy);
+        assert_eq!(cpu.matches("Generation: The red goat").count(), 2, "{cpu}");
+        assert_eq!(sdaa, cpu, "{strategy} on sdaa differs from the CPU");
+        // It really ran there: the run names the device it generated on.
+        assert!(
+            log.lines()
+                .any(|l| l.contains("generating") && l.contains("sdaa")),
+            "{log}"
+        );
+    }
+}
+
+#[test]
+fn generate_on_an_unavailable_device_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = GptConfig::load(Some(&tiny_path()), &[]).unwrap();
+    let vs = VarStore::new(Device::Cpu);
+    let _model = Gpt::new(&vs.root(), &cfg.model);
+    let meta = Meta {
+        model: cfg.model.clone(),
+        tokenizer: None,
+    };
+    checkpoint::save(&dir.path().join("checkpoints"), 1, &vs, &meta).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let missing = dir.path().join("no-sdk");
+    let o = Command::new(env!("CARGO_BIN_EXE_run_gpt"))
+        .args([
+            "--generate",
+            "--ckpt",
+            d,
+            "--prompt",
+            "x",
+            "--device",
+            "sdaa",
+        ])
+        .env("SDAA_HOME", &missing)
+        .env_remove("TECO_HOME")
+        .env_remove("SDAA_TORCH_PLUGIN")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run_gpt starts");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("sdaa"), "{err}");
+    let (code, _, err) = run_gpt(&[
+        "--generate",
+        "--ckpt",
+        d,
+        "--prompt",
+        "x",
+        "--device",
+        "tpu",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("tpu"), "{err}");
 }

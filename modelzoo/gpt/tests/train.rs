@@ -164,7 +164,7 @@ fn tiny_config_learns_the_builtin_corpus_and_generate_reads_its_checkpoint() {
         .into_iter()
         .map(i64::from)
         .collect();
-    let got = generate(&model, &ids, &gen, Some(256), 0, Device::Cpu).unwrap();
+    let got = generate(&model, &ids, &gen, Some(256), 0, &Device::Cpu).unwrap();
     let got: Vec<u32> = got[0].iter().map(|&i| i as u32).collect();
     let line = format!("Generation: {prompt}{}", tok.decode(&got).unwrap());
     assert!(
