@@ -49,7 +49,7 @@ theirs() {
     fi | "$py" -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["ips"])'
 }
 
-echo "machine: $(lscpu | grep 'Model name' | sed 's/ \+/ /g'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(lscpu | grep 'Model name' | sed 's/ \+/ /g'), $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "case: resnet18, batch $bs per worker, ${size}x${size}, 1 thread per worker, $steps timed steps after $warmup"
 printf "%-6s %-12s %12s %12s\n" round impl "1w imgs/s" "2w imgs/s"
 for r in $(seq 1 "$rounds"); do
