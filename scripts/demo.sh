@@ -33,6 +33,11 @@ step "modelzoo compare: emulated-SDAA log vs CPU log (report in $out/report/)"
 "$bin/modelzoo" compare --baseline "$out/cpu/resnet18_log.json" \
     --candidate "$out/sdaa-emulator/resnet18_log.json" --report-dir "$out/report"
 
+step "run_resnet data parallel: 2 workers (Gloo + c10d Reducer), batch 16 each = global 32, --sync_bn"
+"$bin/run_resnet" --model_name resnet18 --num_classes 10 --image_size 32 --synthetic_samples 512 \
+    --batch_size 16 --step 16 --logging_freq 8 --lr 0.05 --seed 7 --nproc_per_node 2 --sync_bn \
+    --master_port "${DEMO_MASTER_PORT:-29517}" --output_dir "$out/ddp"
+
 step "run_gpt: tiny GPT on the built-in corpus (cpu), then text from its checkpoint"
 "$bin/run_gpt" -c modelzoo/gpt/configs/gpt_tiny.yaml --device cpu --step 40 --output_dir "$out/gpt"
 "$bin/run_gpt" -c modelzoo/gpt/configs/gpt_tiny.yaml --generate --ckpt "$out/gpt" \
