@@ -14,6 +14,7 @@ fn main() {
     sdk_bindings::generate();
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     println!("cargo:rerun-if-changed=csrc/dist.cpp");
+    println!("cargo:rerun-if-changed=csrc/protect.h");
     println!("cargo:rerun-if-env-changed=GLOO_INCLUDE_DIR");
     let lib = match std::env::var("DEP_TCH_LIBTORCH_LIB") {
         Ok(lib) => std::path::PathBuf::from(lib),

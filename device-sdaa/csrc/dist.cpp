@@ -21,6 +21,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include "protect.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -29,21 +31,6 @@
 #include <vector>
 
 namespace {
-char* dup_string(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
-
-#define MZD_PROTECT(...)                                    \
-  try {                                                     \
-    __VA_ARGS__                                             \
-  } catch (const std::exception& e) {                       \
-    return dup_string(e.what());                            \
-  } catch (...) {                                           \
-    return dup_string("unknown C++ exception in libtorch"); \
-  }                                                         \
-  return nullptr;
 
 std::vector<at::Tensor> tensors_of(at::Tensor* const* ts, size_t n) {
   std::vector<at::Tensor> out;
@@ -344,7 +331,7 @@ char* mzd_group_gloo(MzdStore* s, int rank, int size, int64_t timeout_ms, const 
   })
 #else
   (void)s; (void)rank; (void)size; (void)timeout_ms; (void)hostname; (void)interface; (void)out;
-  return dup_string(
+  return mzd::dup_string(
       "this build has no Gloo process group: the gloo headers were missing when device-sdaa "
       "was compiled; install them (apt-get install libgloo-dev, or `make setup`) and rebuild");
 #endif

@@ -10,27 +10,12 @@
 #include <c10/core/DeviceType.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "protect.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-namespace {
-char* dup_string(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
-
-#define MZD_PROTECT(body)                                   \
-  try {                                                     \
-    body                                                    \
-  } catch (const std::exception& e) {                       \
-    return dup_string(e.what());                            \
-  } catch (...) {                                           \
-    return dup_string("unknown C++ exception in libtorch"); \
-  }                                                         \
-  return nullptr;
-}  // namespace
 
 extern "C" {
 
@@ -76,7 +61,7 @@ char* mzd_tensor_device(const at::Tensor* t, int* device_type, int* index) {
 
 // The name registered for PrivateUse1 ("privateuseone" until a plugin renames it).
 char* mzd_privateuse1_name(char** name) {
-  MZD_PROTECT({ *name = dup_string(c10::get_privateuse1_backend(true)); })
+  MZD_PROTECT({ *name = mzd::dup_string(c10::get_privateuse1_backend(true)); })
 }
 
 // Whether a DeviceGuardImpl is registered for the type, and its device count.

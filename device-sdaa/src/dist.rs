@@ -13,7 +13,7 @@ use tch::Tensor;
 use torch_sys::C_tensor;
 
 use crate::bindings as b;
-use crate::shim::{self, DEVICE_TYPE_CUDA, DEVICE_TYPE_PRIVATEUSE1};
+use crate::shim::{self, DEVICE_TYPE_PRIVATEUSE1};
 use crate::spec::DeviceKind;
 use crate::tccl::{self, Communicator, UniqueId};
 use crate::Device;
@@ -443,7 +443,6 @@ impl ProcessGroup {
                 err
             }
             DeviceKind::Cuda => {
-                let _ = DEVICE_TYPE_CUDA;
                 return Err(DistError::Unsupported(
                     "DDP on CUDA (NCCL) is not available in this build: ProcessGroupNCCL lives in libtorch_cuda, which these binaries load at run time only; use --device cpu (Gloo) or sdaa (TCCL)".into(),
                 ));
