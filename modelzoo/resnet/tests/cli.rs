@@ -114,8 +114,13 @@ fn bad_input_exits_2_with_a_clear_message() {
             "cpu, cuda, cuda:N, sdaa, sdaa:N",
         ),
         (
-            vec!["--nproc_per_node".into(), "2".into()],
-            "not implemented",
+            vec![
+                "--nnode".into(),
+                "2".into(),
+                "--node_rank".into(),
+                "2".into(),
+            ],
+            "--node_rank 2 with --nnode 2: node ranks go from 0 to 1",
         ),
         (vec!["-o".into(), "Engine.max_stepz=3".into()], "max_steps"),
         (
