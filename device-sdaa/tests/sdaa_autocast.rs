@@ -113,29 +113,13 @@ fn op_classes_get_cudas_dtypes_under_autocast_on_sdaa() {
     assert!(!d.autocast_enabled(), "autocast left on after the closure");
 }
 
-fn net(vs: &nn::Path) -> nn::SequentialT {
-    let conv = nn::ConvConfig {
-        padding: 1,
-        bias: false,
-        ..Default::default()
-    };
-    nn::seq_t()
-        .add(nn::conv2d(vs / "c1", 3, 8, 3, conv))
-        .add(nn::batch_norm2d(vs / "bn1", 8, Default::default()))
-        .add_fn(|x| x.relu())
-        .add(nn::conv2d(vs / "c2", 8, 4, 3, conv))
-        .add(nn::batch_norm2d(vs / "bn2", 4, Default::default()))
-        .add_fn(|x| x.relu().adaptive_avg_pool2d([2, 2]).flatten(1, -1))
-        .add(nn::linear(vs / "fc", 16, 10, Default::default()))
-}
-
 /// Logits, loss and every variable's gradient (sorted by name) after one forward + backward
 /// under autocast(fp16) on `device`, all copied to the host.
 type Outcome = (Tensor, Tensor, Vec<(String, Tensor)>);
 
 fn forward_backward(device: &Device, init: &nn::VarStore, x: &Tensor, y: &Tensor) -> Outcome {
     let mut vs = nn::VarStore::new(tch::Device::Cpu);
-    let model = net(&vs.root());
+    let model = common::conv_net(&vs.root());
     vs.copy(init).unwrap();
     device.move_var_store(&mut vs).unwrap();
     let (x, y) = (device.to_device(x), device.to_device(y));
@@ -164,7 +148,7 @@ fn conv_bn_net_forward_and_backward_under_autocast_equal_cpu_autocast_bit_for_bi
     let x = randn(&[8, 3, 12, 12]) * 3.0 + 1.5;
     let y = Tensor::from_slice(&[0i64, 1, 2, 3, 4, 5, 6, 7]);
     let init = nn::VarStore::new(tch::Device::Cpu);
-    let _ = net(&init.root());
+    let _ = common::conv_net(&init.root());
 
     let (cpu_logits, cpu_loss, cpu_grads) = forward_backward(&cpu, &init, &x, &y);
     let (sdaa_logits, sdaa_loss, sdaa_grads) = forward_backward(&d, &init, &x, &y);

@@ -18,22 +18,6 @@ fn sdaa() -> Device {
     }
 }
 
-fn net(vs: &nn::Path) -> nn::SequentialT {
-    let conv = nn::ConvConfig {
-        padding: 1,
-        bias: false,
-        ..Default::default()
-    };
-    nn::seq_t()
-        .add(nn::conv2d(vs / "c1", 3, 8, 3, conv))
-        .add(nn::batch_norm2d(vs / "bn1", 8, Default::default()))
-        .add_fn(|x| x.relu())
-        .add(nn::conv2d(vs / "c2", 8, 4, 3, conv))
-        .add(nn::batch_norm2d(vs / "bn2", 4, Default::default()))
-        .add_fn(|x| x.relu().adaptive_avg_pool2d([2, 2]).flatten(1, -1))
-        .add(nn::linear(vs / "fc", 16, 10, Default::default()))
-}
-
 /// Variables (running stats included) after training, sorted by name, plus eval-mode logits.
 type Outcome = (Vec<f32>, Vec<(String, Tensor)>, Tensor);
 
@@ -44,7 +28,7 @@ fn train_then_eval(
     y: &Tensor,
 ) -> Outcome {
     let mut vs = nn::VarStore::new(tch::Device::Cpu);
-    let model = net(&vs.root());
+    let model = common::conv_net(&vs.root());
     vs.copy(init).unwrap();
     let mut opt = nn::Sgd {
         momentum: 0.9,
@@ -84,7 +68,7 @@ fn batchnorm_running_stats_and_eval_equal_cpu_bit_for_bit() {
     let x = Tensor::randn([8, 3, 12, 12], (Kind::Float, tch::Device::Cpu)) * 3.0 + 1.5;
     let y = Tensor::from_slice(&[0i64, 1, 2, 3, 4, 5, 6, 7]);
     let init = nn::VarStore::new(tch::Device::Cpu);
-    let _ = net(&init.root());
+    let _ = common::conv_net(&init.root());
 
     let (cpu_losses, cpu_vars, cpu_eval) = train_then_eval(None, &init, &x, &y);
     let (sdaa_losses, sdaa_vars, sdaa_eval) = train_then_eval(Some(&d), &init, &x, &y);

@@ -204,14 +204,14 @@ fn is_loopback(addr: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// A fingerprint of tensors' exact bytes (names and values): equal on two ranks iff they hold
-/// bit-identical parameters. Logged at the end of a data-parallel run.
+/// A fingerprint of host tensors' exact bytes (names and values): equal on two ranks iff they
+/// hold bit-identical parameters. Logged at the end of a data-parallel run.
 pub fn fingerprint(named: &[(String, Tensor)]) -> String {
     use std::hash::Hasher;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for (name, t) in named {
         h.write(name.as_bytes());
-        let cpu = t.to_device(tch::Device::Cpu).contiguous();
+        let cpu = t.contiguous();
         let bytes = cpu.numel() * cpu.kind().elt_size_in_bytes();
         let mut buf = vec![0u8; bytes];
         cpu.copy_data_u8(&mut buf, cpu.numel());
