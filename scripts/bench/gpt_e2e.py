@@ -15,9 +15,10 @@ of the previous step to after the loss is read (batch building, forward, backwar
 AdamW, zero_grad), tokens = batch x seq.
 
 Usage:
-  gpt_e2e.py run CONFIG.yaml --batch B --seq S --steps N --skip W
+  gpt_e2e.py run CONFIG.yaml --batch B --seq S --steps N --skip W [--device cuda] [--amp bf16|fp16]
       prints `pytorch tokens/s X (median step M, best step B)`, X = total tokens / total
-      time over steps W+1..N
+      time over steps W+1..N; --device runs it there (the loss read each step syncs), --amp
+      under torch.autocast with that dtype (fp16 with a GradScaler)
   gpt_e2e.py log GPT_LOG.json --skip W
       the same figure from run_gpt's own dllogger JSON log (train.ips of iterations > W)
 """
@@ -85,7 +86,7 @@ def from_log(path, skip):
     print(f"run_gpt tokens/s {rate} [iterations {timed[0]}..{timed[-1]} of {iters[-1]}]")
 
 
-def train(cfg_path, batch, seq, steps, skip, seed):
+def train(cfg_path, batch, seq, steps, skip, seed, device="cpu", amp=None):
     import torch
     import torch.nn.functional as F
 
@@ -119,7 +120,10 @@ def train(cfg_path, batch, seq, steps, skip, seed):
         return min_lr + 0.5 * (math.cos(math.pi * ratio) + 1.0) * (max_lr - min_lr)
 
     torch.manual_seed(seed)
-    model = GPT(vocab, hidden, layers, heads, positions)
+    dev = torch.device(device)
+    model = GPT(vocab, hidden, layers, heads, positions).to(dev)
+    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+    scaler = torch.amp.GradScaler(dev.type, enabled=amp_dtype == torch.float16)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(
         [
@@ -137,7 +141,7 @@ def train(cfg_path, batch, seq, steps, skip, seed):
     def next_batch():
         starts = torch.randint(len(data) - seq - 1, (batch,), generator=gen).tolist()
         rows = torch.stack([data[s : s + seq + 1] for s in starts])
-        return rows[:, :-1].contiguous(), rows[:, 1:].contiguous()
+        return rows[:, :-1].contiguous().to(dev), rows[:, 1:].contiguous().to(dev)
 
     model.train()
     step_tokens, step_secs, losses = [], [], []
@@ -146,11 +150,14 @@ def train(cfg_path, batch, seq, steps, skip, seed):
         x, y = next_batch()
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
-        logits = model(x)
+        with torch.autocast(dev.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
+            logits = model(x)
         loss = F.cross_entropy(logits.view(-1, vocab).float(), y.view(-1))
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
         torch.nn.utils.clip_grad_norm_(params, clip)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         opt.zero_grad()
         losses.append(loss.item())
         end = time.perf_counter()
@@ -176,6 +183,8 @@ def main():
     r.add_argument("--steps", type=int, required=True)
     r.add_argument("--skip", type=int, required=True)
     r.add_argument("--seed", type=int, default=42)
+    r.add_argument("--device", default="cpu")
+    r.add_argument("--amp", choices=["bf16", "fp16"])
     lg = sub.add_parser("log")
     lg.add_argument("path")
     lg.add_argument("--skip", type=int, required=True)
@@ -185,7 +194,7 @@ def main():
     else:
         if a.skip >= a.steps:
             sys.exit("error: --skip must be below --steps")
-        train(a.config, a.batch, a.seq, a.steps, a.skip, a.seed)
+        train(a.config, a.batch, a.seq, a.steps, a.skip, a.seed, a.device, a.amp)
 
 
 if __name__ == "__main__":

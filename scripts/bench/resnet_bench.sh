@@ -43,21 +43,7 @@ trap 'rm -rf "$out"' EXIT
 OMP_NUM_THREADS="$threads" RUST_LOG=warn "$bin" --model_name "$model" --batch_size "$bs" \
     --step $((warmup + steps)) --logging_freq 1 --num_workers 1 --synthetic_samples $((bs * (warmup + steps + 1))) \
     --output_dir "$out" "${extra[@]}" >/dev/null
-ours=$("$py" - "$out/${model}_log.json" "$warmup" "$bs" <<'PY'
-import json, sys
-path, warmup, bs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-ips = []
-for line in open(path):
-    if '"LOG"' not in line or "train.ips" not in line:
-        continue
-    rec = json.loads(line.split(" ", 1)[1])
-    ips.append(rec["data"]["train.ips"])
-timed = ips[warmup:]
-# images/s over the timed steps = total images / total time (harmonic mean of per-step ips).
-print(json.dumps({"impl": "run_resnet", "ips": len(timed) * bs / sum(bs / v for v in timed),
-                  "step_s": [round(bs / v, 4) for v in timed]}))
-PY
-)
+ours=$("$py" "$root/scripts/bench/log_rate.py" "$out/${model}_log.json" --skip "$warmup")
 echo "run_resnet:    $ours"
 "$py" - "$ref" "$ours" <<'PY'
 import json, sys
