@@ -13,6 +13,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use crate::markdown;
 use model_config::model_yaml::ModelYaml;
 use regex::Regex;
 use run_scripts_template::ArgSpec;
@@ -56,8 +57,16 @@ pub const RULES: &[Rule] = &[
         description: "the model README has the sections model introduction, dataset preparation, environment (Docker) preparation, start training, training results (English or Chinese headings)",
     },
     Rule {
+        id: "readme.results-table",
+        description: "the model README's training results section holds a table of results (the runs' arguments and the accuracy reached)",
+    },
+    Rule {
+        id: "readme.placeholders",
+        description: "README files hold no placeholders: TODO, FIXME, TBD, 待补充, 待填写 or an unrendered {{variable}} outside code and HTML comments (a fresh `modelzoo new` scaffold is not finished)",
+    },
+    Rule {
         id: "args.documented",
-        description: "the run_scripts README (a crate's README) documents model_name, batch_size, epoch, step, dataset_path, lr, device, autocast, plus nproc_per_node for DDP models and nnode, node_rank for multi-node models",
+        description: "the run_scripts README (a crate's README) has an entry (a table row's first cell, or a --name) for model_name, batch_size, epoch, step, dataset_path, lr, device, autocast, plus nproc_per_node for DDP models and nnode, node_rank for multi-node models",
     },
     Rule {
         id: "args.step",
@@ -73,7 +82,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "fs.readable",
-        description: "every file and directory the rules look at can be read (I/O errors and symlink loops are reported here)",
+        description: "every file and directory the rules look at can be read (I/O errors, symlink loops and files that are not regular files, e.g. a FIFO, are reported here; those are never opened)",
     },
 ];
 
@@ -122,12 +131,10 @@ pub struct DirReport {
 pub enum LayoutError {
     #[error("{path}: not a directory — give a model directory (or a tree with --all)")]
     NotADirectory { path: PathBuf },
-    #[error("{path}: cannot read: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    /// The cause is part of the message and deliberately not a `source()`: reporters that
+    /// print the whole chain (`{:#}`) would otherwise repeat it.
+    #[error("{path}: cannot read: {error}")]
+    Io { path: PathBuf, error: io::Error },
     #[error("{path}: not a usable model.yaml: {message}")]
     ModelYaml { path: PathBuf, message: String },
 }
@@ -265,10 +272,10 @@ impl Validator {
                     path: dir.to_path_buf(),
                 })
             }
-            Err(source) => {
+            Err(error) => {
                 return Err(LayoutError::Io {
                     path: dir.to_path_buf(),
-                    source,
+                    error,
                 })
             }
         }
@@ -300,10 +307,10 @@ impl Validator {
                     path: root.to_path_buf(),
                 })
             }
-            Err(source) => {
+            Err(error) => {
                 return Err(LayoutError::Io {
                     path: root.to_path_buf(),
-                    source,
+                    error,
                 })
             }
         }
@@ -420,8 +427,51 @@ fn is_model_dir(dir: &Path) -> bool {
                 .unwrap_or(false))
 }
 
-/// Read a file the rules need; a missing file is `Ok(None)`, other errors are findings.
+/// What a non-regular file is, for the finding.
+fn file_kind(t: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Read a file the rules need; a missing file is `None` with no finding, other errors are
+/// findings. Only regular files (or symlinks to them) are opened: reading a FIFO would block
+/// until something writes to it, a device may never end.
 fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
+    match fs::metadata(path) {
+        Ok(m) if !m.is_file() => {
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "fs.readable",
+                message: format!(
+                    "not a regular file ({}): skipped, not read — replace it with the real file",
+                    file_kind(m.file_type())
+                ),
+            });
+            return None;
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "fs.readable",
+                message: format!("cannot read: {e}"),
+            });
+            return None;
+        }
+    }
     match fs::read(path) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -468,7 +518,7 @@ fn missing(out: &mut Vec<Finding>, path: PathBuf, rule: &'static str, what: &str
 fn check_python(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
     let readme = dir.join("README.md");
     match read_readme(&readme, out) {
-        Some(text) => check_sections(&readme, &text, out),
+        Some(text) => check_model_readme(&readme, &text, out),
         None if !readme.exists() => missing(
             out,
             readme,
@@ -581,6 +631,7 @@ fn check_python(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
         || contains_word(&parser_text, "node_rank");
     let rs_readme = rs.join("README.md");
     if let Some(text) = read_readme(&rs_readme, out) {
+        let lines = markdown::scan(&text);
         let mut wanted: Vec<&str> = DOCUMENTED_ARGS.to_vec();
         if ddp {
             wanted.push("nproc_per_node");
@@ -588,7 +639,8 @@ fn check_python(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
         if multi_node {
             wanted.extend(["nnode", "node_rank"]);
         }
-        check_documented(&rs_readme, &text, &wanted, out);
+        check_documented(&rs_readme, &lines, &wanted, out);
+        check_placeholders(&rs_readme, &lines, out);
     }
     model_names
 }
@@ -689,11 +741,14 @@ fn check_rust_crate(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
     let readme = dir.join("README.md");
     match read_readme(&readme, out) {
         Some(text) => {
-            check_sections(&readme, &text, out);
             // A crate's CLI always carries the standard DDP and multi-node arguments.
             let mut wanted: Vec<&str> = DOCUMENTED_ARGS.to_vec();
             wanted.extend(["nproc_per_node", "nnode", "node_rank"]);
-            check_documented(&readme, &text, &wanted, out);
+            let lines = markdown::scan(&text);
+            check_sections(&readme, &lines, out);
+            check_results_table(&readme, &lines, out);
+            check_documented(&readme, &lines, &wanted, out);
+            check_placeholders(&readme, &lines, out);
         }
         None if !readme.exists() => missing(
             out,
@@ -759,22 +814,105 @@ fn contains_word(text: &str, word: &str) -> bool {
     })
 }
 
-fn check_documented(readme: &Path, text: &str, wanted: &[&str], out: &mut Vec<Finding>) {
+/// An argument is documented by an entry for it (a table row starting with its name, or its
+/// `--name`), not by the word appearing in prose ("每个训练 step 的样本数量" documents no `step`).
+fn check_documented(
+    readme: &Path,
+    lines: &[markdown::Line],
+    wanted: &[&str],
+    out: &mut Vec<Finding>,
+) {
+    let entries = markdown::argument_entries(lines);
     let absent: Vec<&str> = wanted
         .iter()
         .copied()
-        .filter(|a| !contains_word(text, a))
+        .filter(|a| !entries.iter().any(|e| e == a))
         .collect();
     if !absent.is_empty() {
         out.push(Finding {
             path: readme.to_path_buf(),
             rule: "args.documented",
             message: format!(
-                "arguments not documented: {} — add a line for each (name, meaning, default)",
+                "arguments not documented: {} — add a table row for each (`| --name | default | meaning |`)",
                 absent.join(", ")
             ),
         });
     }
+}
+
+/// The model README's rules: its sections, a table in the results section, no placeholders.
+fn check_model_readme(readme: &Path, text: &str, out: &mut Vec<Finding>) {
+    let lines = markdown::scan(text);
+    check_sections(readme, &lines, out);
+    check_results_table(readme, &lines, out);
+    check_placeholders(readme, &lines, out);
+}
+
+/// Adaptation guide §3.6 item 5: the results are given as a table (arguments and accuracy).
+/// A README without a results section at all is `readme.sections`' finding, not this one.
+fn check_results_table(readme: &Path, lines: &[markdown::Line], out: &mut Vec<Finding>) {
+    let keys = README_SECTIONS
+        .iter()
+        .find(|(name, _)| *name == "training results")
+        .map(|(_, keys)| *keys)
+        .unwrap_or_default();
+    let results: Vec<markdown::Section> = markdown::sections(lines)
+        .into_iter()
+        .filter(|s| {
+            let title = s.title.to_lowercase();
+            keys.iter().any(|k| title.contains(k))
+        })
+        .collect();
+    let Some(first) = results.first() else {
+        return;
+    };
+    if results
+        .iter()
+        .any(|s| markdown::has_table(&lines[s.body.clone()]))
+    {
+        return;
+    }
+    out.push(Finding {
+        path: readme.to_path_buf(),
+        rule: "readme.results-table",
+        message: format!(
+            "the training results section (line {}: `{} {}`) has no table: add one row per run with its arguments (cards, batch_size, epoch, AMP) and the accuracy reached on SDAA beside CUDA (adaptation guide §3.6 item 5)",
+            first.line,
+            "#".repeat(first.level),
+            first.title
+        ),
+    });
+}
+
+/// Placeholders left in a README (a scaffold's `TODO`s): one finding naming their lines.
+fn check_placeholders(readme: &Path, lines: &[markdown::Line], out: &mut Vec<Finding>) {
+    let found = markdown::placeholders(lines);
+    if found.is_empty() {
+        return;
+    }
+    let mut words: Vec<&str> = found.iter().map(|(_, w)| w.as_str()).collect();
+    words.sort();
+    words.dedup();
+    const SHOWN: usize = 10;
+    let mut at: Vec<String> = found
+        .iter()
+        .take(SHOWN)
+        .map(|(n, _)| n.to_string())
+        .collect();
+    if found.len() > SHOWN {
+        at.push(format!("… ({} lines in all)", found.len()));
+    }
+    out.push(Finding {
+        path: readme.to_path_buf(),
+        rule: "readme.placeholders",
+        message: format!(
+            "unfinished: placeholder{} {} on line{} {} — replace each with the real content",
+            if words.len() == 1 { "" } else { "s" },
+            words.join(", "),
+            if found.len() == 1 { "" } else { "s" },
+            at.join(", ")
+        ),
+    });
 }
 
 /// The README sections of adaptation guide §3.6: (English name, heading keywords).
@@ -830,31 +968,17 @@ pub const README_SECTIONS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Markdown ATX headings outside fenced code blocks, lower-cased, numbering kept.
-fn headings(text: &str) -> Vec<String> {
-    let mut in_fence = false;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let t = line.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            in_fence = !in_fence;
-            continue;
-        }
-        if in_fence {
-            continue;
-        }
-        if let Some(rest) = t.strip_prefix('#') {
-            let rest = rest.trim_start_matches('#');
-            if rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t') {
-                out.push(rest.trim().to_lowercase());
-            }
-        }
-    }
-    out
+/// Markdown ATX headings outside fenced code blocks and HTML comments, lower-cased, numbering
+/// kept.
+fn headings(lines: &[markdown::Line]) -> Vec<String> {
+    markdown::sections(lines)
+        .into_iter()
+        .map(|s| s.title.to_lowercase())
+        .collect()
 }
 
-fn check_sections(readme: &Path, text: &str, out: &mut Vec<Finding>) {
-    let heads = headings(text);
+fn check_sections(readme: &Path, lines: &[markdown::Line], out: &mut Vec<Finding>) {
+    let heads = headings(lines);
     let absent: Vec<String> = README_SECTIONS
         .iter()
         .filter(|(_, keys)| !heads.iter().any(|h| keys.iter().any(|k| h.contains(k))))
@@ -1028,7 +1152,10 @@ mod tests {
     #[test]
     fn headings_ignore_code_fences_and_hash_words() {
         let text = "# Title\n```\n# not a heading\n```\n#hashtag\n## 2.4 启动训练\n";
-        assert_eq!(headings(text), vec!["title", "2.4 启动训练"]);
+        assert_eq!(
+            headings(&markdown::scan(text)),
+            vec!["title", "2.4 启动训练"]
+        );
     }
 
     #[test]

@@ -4,4 +4,5 @@
 
 pub mod compare;
 pub mod layout;
+mod markdown;
 pub mod report;

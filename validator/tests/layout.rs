@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use validator::layout::{self, DirReport, Options, Validator, RULES};
 
-const README_ZH: &str = "# Demo\n## 1. 模型概述\nx\n## 2. 快速开始\n### 2.1 准备数据集\nx\n### 2.2 构建环境\n```\n# docker build\n```\n### 2.3 启动训练\nx\n### 2.4 训练结果\n| a | b |\n";
-const README_EN: &str = "# Demo\n## Introduction\n## Dataset preparation\n## Docker environment\n## Start training\n## Training results\n";
-const RS_README: &str = "| arg | meaning |\n|model_name|m|\n|batch_size|b|\n|epoch|e|\n|step|s|\n|dataset_path|d|\n|lr|l|\n|device|d|\n|autocast|a|\n|nproc_per_node|n|\n";
+const README_ZH: &str = "# Demo\n## 1. 模型概述\nx\n## 2. 快速开始\n### 2.1 准备数据集\nx\n### 2.2 构建环境\n```\n# docker build\n```\n### 2.3 启动训练\nx\n### 2.4 训练结果\n| 加速卡数量 | epoch | AMP | acc |\n|---|---|---|---|\n| 1 | 1 | yes | 0.9 |\n";
+const README_EN: &str = "# Demo\n## Introduction\n## Dataset preparation\n## Docker environment\n## Start training\n## Training results\n| cards | acc |\n|---|---|\n| 1 | 0.9 |\n";
+const RS_README: &str = "| arg | meaning |\n|---|---|\n|model_name|m|\n|batch_size|b|\n|epoch|e|\n|step|s|\n|dataset_path|d|\n|lr|l|\n|device|d|\n|autocast|a|\n|nproc_per_node|n|\n";
 const ARGUMENT_PY: &str = "import argparse\ndef parse():\n    p = argparse.ArgumentParser()\n    p.add_argument('--step', type=int, default=-1)\n    p.add_argument('--nproc_per_node', type=int, default=4)\n    return p.parse_args()\n";
 
 fn write(path: &Path, text: impl AsRef<[u8]>) {
@@ -419,4 +419,214 @@ fn rule_ids_are_unique() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), RULES.len());
+}
+
+/// `modelzoo new`'s scaffold of each kind, written by the real scaffolder under `root`.
+fn scaffold(root: &Path, name: &str, kind: run_scripts_template::scaffold::Kind) -> PathBuf {
+    use run_scripts_template::scaffold::{apply, plan, NewModel};
+    let plan = plan(&NewModel {
+        name: name.into(),
+        kind,
+        category: "Classification".into(),
+        root: root.to_path_buf(),
+    })
+    .unwrap();
+    apply(&plan).unwrap();
+    plan.model_dir
+}
+
+#[test]
+fn a_fresh_scaffold_is_reported_until_its_placeholders_are_filled() {
+    use run_scripts_template::scaffold::Kind;
+    let t = tempfile::tempdir().unwrap();
+    let py = scaffold(t.path(), "vit", Kind::Python);
+    let rs = scaffold(t.path(), "unet", Kind::Rust);
+
+    let r = check(&py);
+    assert_eq!(
+        rules(&r),
+        vec!["readme.placeholders", "readme.placeholders"],
+        "{:?}",
+        r.findings
+    );
+    assert!(r.findings[0].path.ends_with("vit/README.md"));
+    assert!(r.findings[1].path.ends_with("run_scripts/README.md"));
+    // Every TODO line is named; the scaffold's own HTML comment ("Replace every "TODO"") is not.
+    let readme = fs::read_to_string(py.join("README.md")).unwrap();
+    let todo_lines: Vec<String> = readme
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("TODO") && !l.contains("Replace every"))
+        .map(|(i, _)| (i + 1).to_string())
+        .collect();
+    assert!(todo_lines.len() >= 5, "{todo_lines:?}");
+    let m = &r.findings[0].message;
+    assert!(
+        m.contains(&format!(
+            "placeholder TODO on lines {}",
+            todo_lines.join(", ")
+        )),
+        "{m}"
+    );
+    let r = check(&rs);
+    assert_eq!(rules(&r), vec!["readme.placeholders"], "{:?}", r.findings);
+
+    // Once an adapter has written the content, the same directories are clean: the scaffold is
+    // otherwise in ModelZoo shape (sections, results table, every argument documented).
+    for readme in [
+        py.join("README.md"),
+        py.join("run_scripts/README.md"),
+        rs.join("README.md"),
+    ] {
+        let text = fs::read_to_string(&readme).unwrap();
+        write(&readme, text.replace("TODO", "written"));
+    }
+    for d in [&py, &rs] {
+        let r = check(d);
+        assert!(r.findings.is_empty(), "{}: {:?}", d.display(), r.findings);
+    }
+}
+
+#[test]
+fn results_section_must_hold_a_table() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("m");
+    python_model(&d, "m");
+    let head = README_ZH.split("### 2.4 训练结果").next().unwrap();
+    // Prose only; a table elsewhere (dataset section) does not count; nor does a header with
+    // no row, nor pipes without a delimiter row.
+    for results in [
+        "精度达到 76.1%，与 CUDA 对齐。\n",
+        "x\n",
+        "| cards | acc |\n|---|---|\n",
+        "| cards | acc |\n| 1 | 0.9 |\n",
+        "```\n| cards | acc |\n|---|---|\n| 1 | 0.9 |\n```\n",
+    ] {
+        let text = head.replace(
+            "### 2.1 准备数据集\nx\n",
+            "### 2.1 准备数据集\n| a | b |\n|---|---|\n| 1 | 2 |\n",
+        ) + "### 2.4 训练结果\n"
+            + results
+            + "## 3. FAQ\n| q | a |\n|---|---|\n| 1 | 2 |\n";
+        write(&d.join("README.md"), &text);
+        let r = check(&d);
+        assert_eq!(rules(&r), vec!["readme.results-table"], "{results:?}");
+        let line = text.lines().position(|l| l == "### 2.4 训练结果").unwrap() + 1;
+        assert!(
+            r.findings[0]
+                .message
+                .contains(&format!("(line {line}: `### 2.4 训练结果`) has no table")),
+            "{}",
+            r.findings[0].message
+        );
+    }
+    // A table in a subsection of the results section counts.
+    write(
+        &d.join("README.md"),
+        head.to_string() + "### 2.4 训练结果\n#### 精度\n| cards | acc |\n|---|---|\n| 1 | 0.9 |\n",
+    );
+    assert!(check(&d).findings.is_empty());
+}
+
+#[test]
+fn arguments_are_documented_by_entries_not_words_in_prose() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("m");
+    python_model(&d, "m");
+    // `step` only as a word in prose, `lr` only inside other arguments' names.
+    let rs = RS_README
+        .replace("|step|s|\n", "")
+        .replace("|lr|l|\n", "|auto-scale-lr|x|\n")
+        .replace(
+            "|batch_size|b|\n",
+            "|batch_size|每个训练 step 的样本数量|\n",
+        )
+        + "\n开启 --auto-scale-lr 时按 batch_size 缩放 lr；--lr-decay 见下。\n";
+    write(&d.join("run_scripts/README.md"), &rs);
+    let r = check(&d);
+    assert_eq!(rules(&r), vec!["args.documented"], "{:?}", r.findings);
+    assert!(
+        r.findings[0]
+            .message
+            .starts_with("arguments not documented: step, lr —"),
+        "{}",
+        r.findings[0].message
+    );
+    // A `--name` token in prose or an example, or a row with dashes and backticks, documents.
+    write(
+        &d.join("run_scripts/README.md"),
+        rs + "| `--lr`, `-l` | 0.1 | 学习率 |\n\n```\npython run_m.py --step 10\n```\n",
+    );
+    let r = check(&d);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+}
+
+#[test]
+fn a_fifo_readme_is_skipped_with_a_finding_not_a_hang() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("m");
+    python_model(&d, "m");
+    for f in ["README.md", "run_scripts/README.md"] {
+        fs::remove_file(d.join(f)).unwrap();
+        let ok = std::process::Command::new("mkfifo")
+            .arg(d.join(f))
+            .status()
+            .expect("run mkfifo");
+        assert!(ok.success());
+    }
+    // Opening a FIFO for reading blocks until a writer comes: run the check on a thread so a
+    // regression fails here instead of hanging the suite.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dir = d.clone();
+    std::thread::spawn(move || tx.send(check(&dir)).unwrap());
+    let r = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("validate hung on a FIFO");
+    assert_eq!(
+        rules(&r),
+        vec!["fs.readable", "fs.readable"],
+        "{:?}",
+        r.findings
+    );
+    assert!(r.findings[0].path.ends_with("m/README.md"));
+    for f in &r.findings {
+        assert!(
+            f.message
+                .starts_with("not a regular file (a FIFO): skipped, not read"),
+            "{}",
+            f.message
+        );
+    }
+}
+
+#[test]
+fn an_io_error_names_its_cause_once() {
+    let mut v = Validator::new(&Options::default()).unwrap();
+    for err in [
+        v.check_dir(Path::new("/nonexistent/model")).unwrap_err(),
+        v.check_tree(Path::new("/nonexistent")).unwrap_err(),
+    ] {
+        // What `error: {err:#}` prints: the message, then each source.
+        let mut chain = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(s) = source {
+            chain.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        assert_eq!(chain.matches("(os error 2)").count(), 1, "{chain}");
+        assert!(chain.contains("cannot read: "), "{chain}");
+    }
+}
+
+#[test]
+fn this_repositorys_model_crates_are_clean() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut v = Validator::new(&Options {
+        model_yaml: Some(repo.join("model_config/model.yaml")),
+    })
+    .unwrap();
+    for model in ["modelzoo/resnet", "modelzoo/gpt"] {
+        let r = v.check_dir(&repo.join(model)).unwrap();
+        assert!(r.findings.is_empty(), "{model}: {:?}", r.findings);
+    }
 }

@@ -19,7 +19,7 @@ fn write(path: &Path, text: &str) {
 fn good_model(dir: &Path) {
     write(
         &dir.join("README.md"),
-        "## 1. 模型概述\n## 2.1 准备数据集\n## 2.2 构建环境\n## 2.3 启动训练\n## 2.4 训练结果\n",
+        "## 1. 模型概述\n## 2.1 准备数据集\n## 2.2 构建环境\n## 2.3 启动训练\n## 2.4 训练结果\n| 加速卡数量 | epoch | AMP | acc |\n|---|---|---|---|\n| 1 | 1 | yes | 0.9 |\n",
     );
     write(&dir.join("requirements.txt"), "numpy\n");
     write(&dir.join("run_scripts/run_demo.py"), "import argument\n");
@@ -28,10 +28,20 @@ fn good_model(dir: &Path) {
         "p.add_argument('--step', type=int, default=-1)\n",
     );
     write(&dir.join("run_scripts/formate_cmd.py"), "\n");
-    write(
-        &dir.join("run_scripts/README.md"),
-        "model_name batch_size epoch step dataset_path lr device autocast\n",
-    );
+    let mut args = String::from("| argument | meaning |\n|---|---|\n");
+    for a in [
+        "model_name",
+        "batch_size",
+        "epoch",
+        "step",
+        "dataset_path",
+        "lr",
+        "device",
+        "autocast",
+    ] {
+        args.push_str(&format!("| `--{a}` | the {a} |\n"));
+    }
+    write(&dir.join("run_scripts/README.md"), &args);
 }
 
 #[test]
@@ -74,13 +84,21 @@ fn exit_codes_and_text_output() {
         "{stdout}"
     );
 
-    let out = modelzoo(&["validate", t.path().join("missing").to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.starts_with("error: ") && stderr.contains("missing"),
-        "{stderr}"
-    );
+    // A path that cannot be read: exit 2, its cause said once.
+    let missing = t.path().join("missing");
+    for args in [
+        vec!["validate", missing.to_str().unwrap()],
+        vec!["validate", "--all", missing.to_str().unwrap()],
+    ] {
+        let out = modelzoo(&args);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains("missing: cannot read: "),
+            "{stderr}"
+        );
+        assert_eq!(stderr.matches("(os error 2)").count(), 1, "{stderr}");
+    }
 
     let out = modelzoo(&["validate"]);
     assert_eq!(out.status.code(), Some(2));
@@ -130,4 +148,41 @@ fn json_junit_and_rule_list() {
     let out = modelzoo(&["validate", "--model-yaml", yaml.to_str().unwrap(), d]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("model.yaml"));
+}
+
+#[test]
+fn a_fifo_readme_is_a_finding_and_validate_returns() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("m");
+    good_model(&dir);
+    fs::remove_file(dir.join("README.md")).unwrap();
+    let ok = Command::new("mkfifo")
+        .arg(dir.join("README.md"))
+        .status()
+        .expect("run mkfifo");
+    assert!(ok.success());
+    // Opening the FIFO would block forever: give the binary 30 s, then kill it and fail.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+        .args(["validate", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run modelzoo");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("modelzoo validate hung on a FIFO README.md");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!(
+            "{}: fs.readable: not a regular file (a FIFO): skipped, not read",
+            dir.join("README.md").display()
+        )),
+        "{stdout}"
+    );
 }
