@@ -67,7 +67,7 @@ done
 [[ -d $root/target/bench-py/torchvision ]] && export PYTHONPATH="$root/target/bench-py${PYTHONPATH:+:$PYTHONPATH}"
 RR="$bin_dir/run_resnet" RG="$bin_dir/run_gpt" MZ="$bin_dir/modelzoo"
 work="${GPU_CHECK_WORK:-}"
-if ((dry)); then work="${work:-WORK}"; else work="${work:-$(mktemp -d)}"; fi
+if ((dry)); then work="${work:-WORK}"; else work="${work:-$(mktemp -d)}"; mkdir -p "$work" || die "cannot create the work dir $work"; fi
 
 # Sizes: the real ones, or --smoke's (CPU, tiny) to exercise the script itself.
 dev=cuda r50="resnet50" bs_small=64 bs_big=256 steps=13 warmup=3
@@ -158,10 +158,10 @@ row() { # check figure detail verdict
 }
 tail_of() { tail -n 15 "$1" | sed 's/|/\\|/g' | tr '\n' ' ' | cut -c1-600; }
 py_eval() { "$py" -c "import sys, statistics; a = sys.argv[1:]; print($1)" "${@:2}"; }
-median() { py_eval 'statistics.median(float(x) for x in a)' "$@"; }
+median() { py_eval 'f"{statistics.median(float(x) for x in a):.2f}"' "$@"; }
 # "PASS 1.031x" when ours/ref >= 1, else "MISS 0.912x"
 verdict_ratio() { py_eval '("PASS" if float(a[0]) >= float(a[1]) else "MISS") + f" {float(a[0]) / float(a[1]):.3f}x"' "$1" "$2"; }
-log_rate() { "$py" "$bench/log_rate.py" "$1" --skip "$warmup" | "$py" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"; }
+log_rate() { "$py" "$bench/log_rate.py" "$1" --skip "$warmup" | "$py" -c 'import json, sys; print(f"{json.load(sys.stdin)[sys.argv[1]]:.2f}")' "$2"; }
 run_logged() { eval "$1" >"$2" 2>&1; } # command, log file
 
 check_device() {
@@ -191,7 +191,7 @@ check_resnet() { # id
             if ! j=$(eval "$(cmd_resnet_ref "$r50" "$bs" ${f/--autocast/--amp})" 2>"$d.ref.log"); then
                 row "$label" "pytorch round $r" "failed: $(tail_of "$d.ref.log")" FAIL; ok=0; break
             fi
-            refs+=("$(echo "$j" | "$py" -c 'import json, sys; print(json.load(sys.stdin)["ips"])')")
+            refs+=("$(echo "$j" | "$py" -c 'import json, sys; print("%.2f" % json.load(sys.stdin)["ips"])')")
         done
         ((ok)) || continue
         local mo mr
