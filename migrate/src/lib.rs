@@ -5,6 +5,7 @@
 //! applies it atomically; [`RULES`] is the one table of what is rewritten and what is only
 //! reported. The `modelzoo migrate` command is a thin shell over this.
 
+pub mod pysrc;
 pub mod rules;
 pub mod tree;
 
