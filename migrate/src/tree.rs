@@ -141,6 +141,22 @@ fn temp_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
         .prefix(TEMP_PREFIX)
         .suffix(".tmp")
         .tempfile_in(dir)
+        .map_err(without_temp_path)
+}
+
+/// tempfile's errors carry the temp file's random name; the messages name the real file.
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    let inner = e
+        .get_ref()
+        .and_then(|r| r.source())
+        .and_then(|s| s.downcast_ref::<std::io::Error>());
+    match inner {
+        Some(inner) => match inner.raw_os_error() {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::new(inner.kind(), inner.to_string()),
+        },
+        None => e,
+    }
 }
 
 /// A path as shown to people and in diff headers: as is, or C-quoted the way git quotes it
@@ -571,7 +587,8 @@ fn write_one(real: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let meta = std::fs::metadata(real)?;
     let dir = real.parent().unwrap_or(Path::new("."));
     let mut tmp = temp_in(dir)?;
-    tmp.write_all(bytes)?;
+    // Through the File: its errors name the real file in our message, not the temp file.
+    tmp.as_file_mut().write_all(bytes)?;
     tmp.as_file().sync_all()?;
     std::fs::set_permissions(tmp.path(), meta.permissions())?;
     tmp.persist(real).map_err(|e| e.error)?;
@@ -634,7 +651,8 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .map(|m| m.permissions())
         .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644));
     let mut tmp = temp_in(dir)?;
-    tmp.write_all(bytes)?;
+    // Through the File: its errors name the real file in our message, not the temp file.
+    tmp.as_file_mut().write_all(bytes)?;
     tmp.as_file().sync_all()?;
     std::fs::set_permissions(tmp.path(), permissions)?;
     tmp.persist(path).map_err(|e| e.error)?;
