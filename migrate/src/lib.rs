@@ -5,13 +5,19 @@
 //! applies it atomically; [`RULES`] is the one table of what is rewritten and what is only
 //! reported. The `modelzoo migrate` command is a thin shell over this.
 
+pub mod pysrc;
+pub mod record;
 pub mod rules;
 pub mod tree;
 
 use std::fmt::Write as _;
 
+pub use record::{WrittenFile, RECORD_FILE};
 pub use rules::{migrate_text, Action, FileKind, FileOutcome, Note, Rule, RULES};
-pub use tree::{scan, write, FileChange, Finding, MigrateError, Report, Skipped};
+pub use tree::{
+    display_path, scan, write, FileChange, Finding, MigrateError, Report, Skipped, Written,
+    TEMP_PREFIX,
+};
 
 /// The unified diff of every change (`a/<path>` → `b/<path>`), as `git diff` would show it.
 pub fn render_diff(report: &Report) -> String {
@@ -37,18 +43,33 @@ pub fn render_summary(report: &Report) -> String {
         for f in &report.findings {
             let _ = writeln!(
                 out,
-                "  {}:{}: [{}] {}",
-                f.path.display(),
+                "  {}:{}: [{}] {}{}",
+                display_path(&f.path),
                 f.line,
                 f.rule,
-                f.message
+                f.message,
+                if f.recorded {
+                    " (recorded in MIGRATION.md)"
+                } else {
+                    ""
+                }
             );
         }
     }
     if !report.skipped.is_empty() {
         let _ = writeln!(out, "{} files skipped:", report.skipped.len());
         for s in &report.skipped {
-            let _ = writeln!(out, "  {}: {}", s.path.display(), s.reason);
+            let _ = writeln!(out, "  {}: {}", display_path(&s.path), s.reason);
+        }
+    }
+    if !report.leftover_temp.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} leftover temp files of an interrupted --write (the next --write removes them):",
+            report.leftover_temp.len()
+        );
+        for t in &report.leftover_temp {
+            let _ = writeln!(out, "  {}", display_path(t));
         }
     }
     out
@@ -84,7 +105,18 @@ pub fn render_markdown(report: &Report) -> String {
         let _ = writeln!(out, "## Files changed\n");
         for c in &report.changes {
             let rules: Vec<String> = c.rewrites.iter().map(|(r, n)| format!("{r}×{n}")).collect();
-            let _ = writeln!(out, "- `{}`: {}", c.path.display(), rules.join(", "));
+            let _ = writeln!(
+                out,
+                "- `{}`: {} {} ({})",
+                display_path(&c.path),
+                if c.changed_lines.contains([',', '-']) {
+                    "lines"
+                } else {
+                    "line"
+                },
+                c.changed_lines,
+                rules.join(", ")
+            );
         }
         let _ = writeln!(out);
     }
@@ -97,7 +129,7 @@ pub fn render_markdown(report: &Report) -> String {
             let _ = writeln!(
                 out,
                 "| `{}:{}` | `{}` | {} |",
-                f.path.display(),
+                display_path(&f.path),
                 f.line,
                 f.rule,
                 f.message.replace('|', "\\|")
@@ -108,7 +140,7 @@ pub fn render_markdown(report: &Report) -> String {
     if !report.skipped.is_empty() {
         let _ = writeln!(out, "## Skipped files\n");
         for s in &report.skipped {
-            let _ = writeln!(out, "- `{}`: {}", s.path.display(), s.reason);
+            let _ = writeln!(out, "- `{}`: {}", display_path(&s.path), s.reason);
         }
     }
     out

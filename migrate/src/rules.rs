@@ -12,6 +12,8 @@ use std::sync::OnceLock;
 use regex::{Captures, Regex};
 use serde::Serialize;
 
+use crate::pysrc;
+
 /// Whether a rule rewrites code or only reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -53,9 +55,14 @@ pub const RULES: &[Rule] = &[
         description: "device strings `'cuda'`, `\"cuda:0\"`, `f\"cuda:{i}\"` → `sdaa`",
     },
     Rule {
+        id: "is-cuda",
+        action: Action::Rewrite,
+        description: "`x.is_cuda` → `x.is_sdaa`",
+    },
+    Rule {
         id: "ddp-backend",
         action: Action::Rewrite,
-        description: "DDP backend `'nccl'`/`\"nccl\"` (init_process_group, argparse defaults) → `'tccl'`",
+        description: "DDP backend `'nccl'`/`\"nccl\"` (init_process_group, argparse defaults) and `dist.Backend.NCCL` → `'tccl'`",
     },
     Rule {
         id: "visible-devices",
@@ -101,6 +108,21 @@ pub const RULES: &[Rule] = &[
         id: "triton",
         action: Action::Report,
         description: "triton kernels (GPU-only compiler) need a port by hand",
+    },
+    Rule {
+        id: "torch-backends-cuda",
+        action: Action::Report,
+        description: "`torch.backends.cuda.*` settings (`matmul.allow_tf32`, `sdp_kernel`, ...) are CUDA-only; kept and reported",
+    },
+    Rule {
+        id: "nvidia-only",
+        action: Action::Report,
+        description: "pynvml/NVML, `nvidia-smi` and NVIDIA DALI have no SDAA equivalent; kept and reported",
+    },
+    Rule {
+        id: "nccl-env",
+        action: Action::Report,
+        description: "`NCCL_*` environment variables (Python and shell scripts) are not read by TCCL; kept and reported",
     },
     Rule {
         id: "apex-manual",
@@ -178,20 +200,29 @@ const APEX_DDP_ONLY_KWARGS: &[&str] = &[
 struct Patterns {
     prefilter: Regex,
     cuda_method: Regex,
+    is_cuda: Regex,
     torch_cuda: Regex,
     device_string: Regex,
     nccl: Regex,
+    backend_nccl: Regex,
     visible: Regex,
     cudnn: Regex,
+    backends_cuda: Regex,
     cpp_ext: Regex,
     cupy: Regex,
     triton: Regex,
+    nvml: Regex,
+    nvidia_smi: Regex,
+    dali: Regex,
+    nccl_env: Regex,
     torch_import: Regex,
+    module_torch: Regex,
     sdaa_import: Regex,
     uses_device: Regex,
     apex_ddp_import: Regex,
     apex_ddp_attr: Regex,
     apex_amp_import: Regex,
+    apex_amp_any: Regex,
     amp_initialize: Regex,
     amp_scale_loss: Regex,
     apex_any: Regex,
@@ -203,24 +234,37 @@ fn patterns() -> &'static Patterns {
     P.get_or_init(|| {
         let re = |s: &str| Regex::new(s).expect("built-in migration pattern");
         Patterns {
-            prefilter: re(r"cuda|CUDA|nccl|apex|cupy|triton|cudnn|cpp_extension|\.cuh?\b"),
+            prefilter: re(
+                r"cuda|CUDA|nccl|NCCL|apex|cupy|triton|cudnn|cpp_extension|nvidia|nvml|\.cuh?\b",
+            ),
             cuda_method: re(r"\.cuda\("),
+            is_cuda: re(r"\.is_cuda\b"),
             torch_cuda: re(r"\btorch\.cuda\b(?:\.(\w+))?"),
             device_string: re(r#"(['"])cuda(:[^'"\n]*)?(['"])"#),
             nccl: re(r#"(['"])nccl(['"])"#),
+            backend_nccl: re(r"\b(?:[A-Za-z_]\w*\.)*Backend\.NCCL\b"),
             visible: re(r"\bCUDA_VISIBLE_DEVICES\b"),
             cudnn: re(r"\b(?:torch\.backends\.)?cudnn\.(\w+)"),
+            backends_cuda: re(r"\btorch\.backends\.cuda\b(?:\.(\w+(?:\.\w+)?))?"),
             cpp_ext: re(r"\bCUDAExtension\b|\bcpp_extension\b.*\.cu\b|\bload\(.*\.cu['\x22]"),
             cupy: re(r"^\s*(?:import|from)\s+cupy\b|\bcupy\.\w"),
             triton: re(r"^\s*(?:import|from)\s+triton\b|@triton\.(?:jit|autotune)"),
+            nvml: re(r"^\s*(?:import|from)\s+(?:pynvml|py3nvml|nvidia_smi)\b|\bpynvml\.\w"),
+            nvidia_smi: re(r"\bnvidia-smi\b"),
+            dali: re(r"\bnvidia\.dali\b"),
+            nccl_env: re(r"\bNCCL_[A-Z0-9_]+\b"),
             torch_import: re(r"^(\s*)(?:import\s+torch\b|from\s+torch(?:\.\w+)*\s+import\b)"),
+            module_torch: re(r"^import\s+torch(?:\.\w+)*\s*(?:#.*)?$"),
             sdaa_import: re(r"(?m)^\s*import\s+torch_sdaa\b"),
-            uses_device: re(r#"\.sdaa\(|\btorch\.sdaa\b|['"]sdaa[:'"]|['"]tccl['"]"#),
+            uses_device: re(r#"\.sdaa\(|\.is_sdaa\b|\btorch\.sdaa\b|['"]sdaa[:'"]|['"]tccl['"]"#),
             apex_ddp_import: re(
-                r"^(\s*)from\s+apex\.parallel\s+import\s+DistributedDataParallel\b(.*?)\s*$",
+                r"^(\s*)from\s+apex\.parallel\s+import\s+DistributedDataParallel((?:\s+as\s+\w+)?)(\s*(?:#.*)?)$",
             ),
             apex_ddp_attr: re(r"\bapex\.parallel\.DistributedDataParallel\b"),
-            apex_amp_import: re(r"^\s*from\s+apex\s+import\s+amp\s*(?:#.*)?$"),
+            apex_amp_import: re(r"^from\s+apex\s+import\s+amp\s*(?:#.*)?$"),
+            apex_amp_any: re(
+                r"^\s*(?:from\s+apex\s+import\b.*\bamp\b|import\s+apex\.amp\b|from\s+apex\.amp\b)",
+            ),
             amp_initialize: re(
                 r"^(\s*)[\w\s,\[\]()]+=\s*amp\.initialize\(\s*\w+\s*,\s*\w+\s*(?:,.*)?\)\s*(?:#.*)?$",
             ),
@@ -263,10 +307,24 @@ pub fn migrate_text(text: &str, kind: FileKind) -> FileOutcome {
     }
 }
 
-/// Shell launch scripts: the visible-devices variable and `--device cuda` arguments.
+/// Shell launch scripts: the visible-devices variable and `--device cuda` arguments rewritten;
+/// `NCCL_*` variables and `nvidia-smi` reported.
 fn migrate_shell(text: &str) -> FileOutcome {
     let p = patterns();
     let mut out = FileOutcome::default();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with('#') {
+            continue;
+        }
+        report_nccl_env(line, i + 1, &mut out);
+        if p.nvidia_smi.is_match(line) {
+            out.note(
+                i + 1,
+                "nvidia-only",
+                "nvidia-smi queries NVIDIA GPUs and has no SDAA equivalent here; port by hand",
+            );
+        }
+    }
     let n = p.visible.find_iter(text).count();
     out.rewrote("visible-devices", n);
     let text = p.visible.replace_all(text, "SDAA_VISIBLE_DEVICES");
@@ -274,6 +332,24 @@ fn migrate_shell(text: &str) -> FileOutcome {
     out.rewrote("device-string", n);
     out.text = p.shell_device.replace_all(&text, "${1}sdaa").into_owned();
     out
+}
+
+fn report_nccl_env(code: &str, no: usize, out: &mut FileOutcome) {
+    let mut seen: Vec<&str> = Vec::new();
+    for m in patterns().nccl_env.find_iter(code) {
+        if seen.contains(&m.as_str()) {
+            continue;
+        }
+        seen.push(m.as_str());
+        out.note(
+            no,
+            "nccl-env",
+            format!(
+                "{} is an NCCL setting; TCCL does not read NCCL_* variables: find the TCCL equivalent or drop it",
+                m.as_str()
+            ),
+        );
+    }
 }
 
 fn report_cuda_source(text: &str) -> FileOutcome {
@@ -296,6 +372,10 @@ fn report_cuda_source(text: &str) -> FileOutcome {
     out
 }
 
+fn join(lines: &[(usize, String)]) -> String {
+    lines.iter().map(|(_, l)| l.as_str()).collect()
+}
+
 fn migrate_python(text: &str) -> FileOutcome {
     let p = patterns();
     let mut out = FileOutcome::default();
@@ -303,19 +383,26 @@ fn migrate_python(text: &str) -> FileOutcome {
         out.text = text.to_string();
         return out;
     }
-    // Lines with their original 1-based numbers; rewrites may replace one line by several.
+    let lexed = pysrc::lex(text);
+    // Lines with their original 1-based numbers; rewrites may replace one line by several
+    // (each entry stays one physical line, so a re-lex lines up with the entries).
     let mut lines: Vec<(usize, String)> = text
         .split_inclusive('\n')
         .enumerate()
         .map(|(i, l)| (i + 1, l.to_string()))
         .collect();
-    let has_apex_amp = lines.iter().any(|(_, l)| p.apex_amp_import.is_match(l));
+    let has_apex_amp = lines
+        .iter()
+        .any(|(no, l)| lexed.statement(*no) && p.apex_amp_any.is_match(l));
     if has_apex_amp {
-        lines = migrate_apex_amp(lines, &mut out);
+        lines = migrate_apex_amp(lines, &lexed, &mut out);
     }
     if text.contains("apex") {
         // apex DDP options sit on lines the prefilter does not look at.
         for (no, line) in &lines {
+            if lexed.lines.get(no - 1).is_some_and(|l| l.in_string) {
+                continue;
+            }
             for kw in APEX_DDP_ONLY_KWARGS {
                 if strip_comment(line).contains(&format!("{kw}=")) {
                     out.note(
@@ -327,14 +414,19 @@ fn migrate_python(text: &str) -> FileOutcome {
             }
         }
     }
-    for (no, line) in lines.iter_mut() {
+    let after_apex = pysrc::lex(&join(&lines));
+    let module_torch = lines
+        .iter()
+        .enumerate()
+        .any(|(i, (_, l))| after_apex.statement(i + 1) && p.module_torch.is_match(l.trim_end()));
+    for (i, (no, line)) in lines.iter_mut().enumerate() {
         if !p.prefilter.is_match(line) {
             continue;
         }
-        let no = *no;
-        migrate_line(line, no, &mut out);
+        let info = after_apex.lines.get(i).copied().unwrap_or_default();
+        migrate_line(line, *no, info, module_torch, &mut out);
     }
-    let mut text: String = lines.into_iter().map(|(_, l)| l).collect();
+    let mut text = join(&lines);
     if p.uses_device.is_match(&text) && !p.sdaa_import.is_match(&text) {
         match insert_sdaa_import(&text) {
             Some(new) => {
@@ -348,59 +440,124 @@ fn migrate_python(text: &str) -> FileOutcome {
             ),
         }
     }
+    // One apex-manual note per line: a refused apex amp conversion already explains its lines.
+    let mut seen = std::collections::BTreeSet::new();
+    out.notes
+        .retain(|n| n.rule != "apex-manual" || seen.insert(n.line));
     out.text = text;
     out
 }
 
-/// Applies the single-line rules to one line (comments included: they describe the code).
-fn migrate_line(line: &mut String, no: usize, out: &mut FileOutcome) {
+/// Applies the single-line rules to one line (comments and strings included: they describe the
+/// code), and reports what needs a person (code only).
+fn migrate_line(
+    line: &mut String,
+    no: usize,
+    info: pysrc::LineInfo,
+    module_torch: bool,
+    out: &mut FileOutcome,
+) {
     let p = patterns();
     let code = strip_comment(line);
 
-    // Reports first: they look at the original spelling.
-    for cap in p.cudnn.captures_iter(code) {
-        out.note(
-            no,
-            "cudnn-flag",
-            format!(
-                "cudnn.{} kept: cuDNN flags have no effect on SDAA (TecoDNN)",
-                &cap[1]
-            ),
-        );
-    }
-    if p.cpp_ext.is_match(code) {
-        out.note(
-            no,
-            "cpp-extension-cuda",
-            format!("CUDA extension build: {}", code.trim()),
-        );
-    }
-    if p.cupy.is_match(code) {
-        out.note(no, "cupy", format!("cupy: {}", code.trim()));
-    }
-    if p.triton.is_match(code) {
-        out.note(no, "triton", format!("triton: {}", code.trim()));
+    // Reports first: they look at the original spelling. Docstrings (a statement that is only a
+    // string, or its continuation) are prose, not code.
+    let trimmed = code.trim_start();
+    let prose = info.in_string
+        || (info.statement()
+            && (trimmed.starts_with(['"', '\''])
+                || trimmed.find(['"', '\'']).is_some_and(|q| {
+                    q <= 2 && trimmed[..q].chars().all(|c| "rRbBuUfF".contains(c))
+                })));
+    if !prose {
+        for cap in p.cudnn.captures_iter(code) {
+            out.note(
+                no,
+                "cudnn-flag",
+                format!(
+                    "cudnn.{} kept: cuDNN flags have no effect on SDAA (TecoDNN)",
+                    &cap[1]
+                ),
+            );
+        }
+        for cap in p.backends_cuda.captures_iter(code) {
+            let what = cap.get(1).map_or("torch.backends.cuda".to_string(), |m| {
+                format!("torch.backends.cuda.{}", m.as_str())
+            });
+            out.note(
+                no,
+                "torch-backends-cuda",
+                format!("{what} is a CUDA-only setting with no SDAA equivalent; kept as is (no effect on SDAA)"),
+            );
+        }
+        if p.cpp_ext.is_match(code) {
+            out.note(
+                no,
+                "cpp-extension-cuda",
+                format!("CUDA extension build: {}", code.trim()),
+            );
+        }
+        if p.cupy.is_match(code) {
+            out.note(no, "cupy", format!("cupy: {}", code.trim()));
+        }
+        if p.triton.is_match(code) {
+            out.note(no, "triton", format!("triton: {}", code.trim()));
+        }
+        if p.nvml.is_match(code) {
+            out.note(
+                no,
+                "nvidia-only",
+                format!("NVML (pynvml) queries NVIDIA GPUs and has no SDAA equivalent; port by hand: {}", code.trim()),
+            );
+        }
+        if p.nvidia_smi.is_match(code) {
+            out.note(
+                no,
+                "nvidia-only",
+                format!(
+                    "nvidia-smi queries NVIDIA GPUs and has no SDAA equivalent; port by hand: {}",
+                    code.trim()
+                ),
+            );
+        }
+        if p.dali.is_match(code) {
+            out.note(
+                no,
+                "nvidia-only",
+                format!("NVIDIA DALI runs its pipeline on NVIDIA GPUs only; replace it (e.g. a torch DataLoader): {}", code.trim()),
+            );
+        }
+        report_nccl_env(code, no, out);
     }
 
-    // apex DDP.
-    if let Some(cap) = p.apex_ddp_import.captures(line) {
-        let new = format!(
-            "{}from torch.nn.parallel import DistributedDataParallel{}\n",
-            &cap[1],
-            cap[2].trim_end_matches(['\r', '\n'])
-        );
-        *line = new;
-        out.rewrote("apex-ddp", 1);
+    // apex DDP: only a plain `from apex.parallel import DistributedDataParallel [as X]`
+    // statement; an import of more names is left (and reported) rather than broken.
+    if info.statement() {
+        if let Some(cap) = p
+            .apex_ddp_import
+            .captures(line.trim_end_matches(['\r', '\n']))
+        {
+            let new = format!(
+                "{}from torch.nn.parallel import DistributedDataParallel{}{}{}",
+                &cap[1],
+                &cap[2],
+                &cap[3],
+                line_ending(line)
+            );
+            *line = new;
+            out.rewrote("apex-ddp", 1);
+        }
     }
+    // `apex.parallel.DistributedDataParallel` → torch's: only where the module binds `torch`.
     let n = p.apex_ddp_attr.find_iter(line).count();
-    if n > 0 {
+    if n > 0 && module_torch {
         *line = p
             .apex_ddp_attr
             .replace_all(line, "torch.nn.parallel.DistributedDataParallel")
             .into_owned();
         out.rewrote("apex-ddp", n);
     }
-    if p.apex_any.is_match(strip_comment(line)) {
+    if !prose && p.apex_any.is_match(strip_comment(line)) {
         out.note(
             no,
             "apex-manual",
@@ -413,6 +570,12 @@ fn migrate_line(line: &mut String, no: usize, out: &mut FileOutcome) {
     if n > 0 {
         *line = p.cuda_method.replace_all(line, ".sdaa(").into_owned();
         out.rewrote("cuda-method", n);
+    }
+    // `.is_cuda`
+    let n = p.is_cuda.find_iter(line).count();
+    if n > 0 {
+        *line = p.is_cuda.replace_all(line, ".is_sdaa").into_owned();
+        out.rewrote("is-cuda", n);
     }
 
     // `torch.cuda[.attr]`
@@ -481,6 +644,24 @@ fn migrate_line(line: &mut String, no: usize, out: &mut FileOutcome) {
         *line = new.into_owned();
         out.rewrote("ddp-backend", n);
     }
+    // `dist.Backend.NCCL` → `'tccl'`, in code only (a quote inserted into a string breaks it).
+    if !info.in_string && p.backend_nccl.is_match(line) {
+        let mut n = 0;
+        let current = line.clone();
+        let new = p.backend_nccl.replace_all(&current, |c: &Captures| {
+            let m = c.get(0).expect("whole match");
+            if pysrc::in_code(&current, m.start()) {
+                n += 1;
+                "'tccl'".to_string()
+            } else {
+                m.as_str().to_string()
+            }
+        });
+        if n > 0 {
+            *line = new.into_owned();
+            out.rewrote("ddp-backend", n);
+        }
+    }
 
     let n = p.visible.find_iter(line).count();
     if n > 0 {
@@ -492,123 +673,257 @@ fn migrate_line(line: &mut String, no: usize, out: &mut FileOutcome) {
     }
 }
 
-/// The canonical apex amp shapes → torch.sdaa.amp with a GradScaler (see the `apex-amp` rule).
-fn migrate_apex_amp(lines: Vec<(usize, String)>, out: &mut FileOutcome) -> Vec<(usize, String)> {
+/// apex amp → torch.sdaa.amp (see the `apex-amp` rule), all or nothing per file: when any
+/// part cannot be ported safely, every apex amp line is left as it is and reported.
+fn migrate_apex_amp(
+    lines: Vec<(usize, String)>,
+    lexed: &pysrc::Lexed,
+    out: &mut FileOutcome,
+) -> Vec<(usize, String)> {
     let p = patterns();
+    match convert_apex_amp(&lines, lexed) {
+        Ok(done) => {
+            out.rewrote("apex-amp", done.rewrites);
+            out.notes.extend(done.notes);
+            done.lines
+        }
+        Err(reason) => {
+            let imports: Vec<usize> = lines
+                .iter()
+                .filter(|(no, l)| lexed.statement(*no) && p.apex_amp_any.is_match(l))
+                .map(|(no, _)| *no)
+                .collect();
+            for no in &imports {
+                out.note(
+                    *no,
+                    "apex-manual",
+                    format!("apex amp not converted: {reason}; every amp line of this file is left as is — port them to torch.sdaa.amp (autocast + GradScaler) by hand"),
+                );
+            }
+            for no in lexed.variable_lines("amp") {
+                if imports.contains(&no) {
+                    continue;
+                }
+                let code = lines
+                    .get(no - 1)
+                    .map_or("", |(_, l)| strip_comment(l).trim());
+                out.note(no, "apex-manual", format!("apex amp left as is: {code}"));
+            }
+            lines
+        }
+    }
+}
+
+struct AmpConversion {
+    lines: Vec<(usize, String)>,
+    rewrites: usize,
+    notes: Vec<Note>,
+}
+
+/// The conversion of the canonical apex amp shapes, checked: `Err` says why it would not run.
+fn convert_apex_amp(
+    lines: &[(usize, String)],
+    lexed: &pysrc::Lexed,
+) -> Result<AmpConversion, String> {
+    let p = patterns();
+    let stmt = |no: usize| lexed.statement(no);
+    for (no, line) in lines {
+        if !stmt(*no) || !p.apex_amp_any.is_match(line) {
+            continue;
+        }
+        if !leading_ws(line).is_empty() {
+            return Err("`from apex import amp` sits inside a block (a try/except fallback or a condition), and removing it would change what that block does".into());
+        }
+        if !p.apex_amp_import.is_match(line.trim_end()) {
+            return Err(format!(
+                "`{}` is not a plain `from apex import amp`",
+                strip_comment(line).trim()
+            ));
+        }
+    }
+    if !lexed.variable_lines("scaler").is_empty() {
+        return Err(
+            "the file already has a variable named `scaler`, the name the GradScaler would take"
+                .into(),
+        );
+    }
     let imports_torch = lines
         .iter()
-        .any(|(_, l)| p.torch_import.is_match(l) && !l.contains("torch_sdaa"));
-    let mut result: Vec<(usize, String)> = Vec::with_capacity(lines.len() + 2);
-    // Optimizer names whose next `.step()` must go through the scaler.
-    let mut pending_step: Vec<(String, String)> = Vec::new(); // (optimizer, indent)
+        .any(|(no, l)| stmt(*no) && p.module_torch.is_match(l.trim_end()));
+
+    let mut done = AmpConversion {
+        lines: Vec::with_capacity(lines.len() + 2),
+        rewrites: 0,
+        notes: Vec::new(),
+    };
+    // Indices into done.lines of GradScaler creations and uses, and (with, step) pairs.
+    let mut defs: Vec<usize> = Vec::new();
+    let mut uses: Vec<usize> = Vec::new();
+    let mut pairs: Vec<(usize, usize, String)> = Vec::new();
+    let mut removed: Vec<String> = Vec::new();
+    // Optimizers whose next `.step()` must go through the scaler: (optimizer, index of the with).
+    let mut pending: Vec<(String, usize)> = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let (no, line) = &lines[i];
         let no = *no;
         let eol = line_ending(line);
-        if p.apex_amp_import.is_match(line) {
-            // torch.sdaa.amp lives in torch: keep one `import torch`, never a duplicate.
-            if !imports_torch {
-                let indent = leading_ws(line);
-                result.push((no, format!("{indent}import torch{eol}")));
-            }
-            out.rewrote("apex-amp", 1);
+        // A line inserted after one without a newline (the file's last) needs one of its own.
+        let sep = if eol.is_empty() { "\n" } else { eol };
+        if !stmt(no) {
+            done.lines.push((no, line.clone()));
             i += 1;
             continue;
         }
-        if let Some(cap) = p.amp_initialize.captures(line) {
+        if p.apex_amp_import.is_match(line.trim_end()) {
+            // torch.sdaa.amp lives in torch: keep one `import torch`, never a duplicate.
+            if !imports_torch {
+                done.lines.push((no, format!("import torch{eol}")));
+            }
+            done.rewrites += 1;
+            i += 1;
+            continue;
+        }
+        if let Some(cap) = p
+            .amp_initialize
+            .captures(line.trim_end_matches(['\r', '\n']))
+        {
             let indent = cap[1].to_string();
-            result.push((
+            defs.push(done.lines.len());
+            done.lines.push((
                 no,
                 format!("{indent}scaler = torch.sdaa.amp.GradScaler(){eol}"),
             ));
-            out.rewrote("apex-amp", 1);
-            out.note(
-                no,
-                "apex-amp",
-                "apex amp.initialize autocast the forward pass implicitly; wrap the forward pass and loss in `with torch.sdaa.amp.autocast():`",
-            );
+            done.rewrites += 1;
+            done.notes.push(Note {
+                line: no,
+                rule: "apex-amp",
+                message: "apex amp.initialize autocast the forward pass implicitly (and its opt_level/loss_scale options are not carried over); wrap the forward pass and loss in `with torch.sdaa.amp.autocast():`".into(),
+            });
             i += 1;
             continue;
         }
-        if let Some(cap) = p.amp_scale_loss.captures(line) {
+        if let Some(cap) = p
+            .amp_scale_loss
+            .captures(line.trim_end_matches(['\r', '\n']))
+        {
             let indent = cap[1].to_string();
             let (loss, opt, scaled) = (cap[2].to_string(), cap[3].to_string(), cap[4].to_string());
-            // The block must be exactly `scaled.backward()` (optionally with arguments).
-            let body = lines.get(i + 1).map(|(_, l)| l.trim()).unwrap_or("");
+            // The block must be exactly `scaled.backward(...)`.
+            let body = lines
+                .get(i + 1)
+                .map(|(_, l)| strip_comment(l).trim())
+                .unwrap_or("");
             let body_ok = body.starts_with(&format!("{scaled}.backward("))
-                && leading_ws(&lines[i + 1].1).len() > indent.len();
+                && body.ends_with(')')
+                && lines
+                    .get(i + 1)
+                    .is_some_and(|(n, l)| stmt(*n) && leading_ws(l).len() > indent.len());
             let block_ends = lines
                 .get(i + 2)
-                .map(|(_, l)| l.trim().is_empty() || leading_ws(l).len() <= indent.len())
+                .map(|(n, l)| {
+                    !lexed.lines.get(n - 1).is_some_and(|info| info.continued)
+                        && (l.trim().is_empty() || leading_ws(l).len() <= indent.len())
+                })
                 .unwrap_or(true);
-            if body_ok && block_ends {
-                let args = body[scaled.len() + ".backward".len()..].to_string();
-                result.push((
-                    no,
-                    format!("{indent}scaler.scale({loss}).backward{args}{eol}"),
-                ));
-                out.rewrote("apex-amp", 1);
-                pending_step.push((opt, indent));
-                i += 2;
-                continue;
+            if !(body_ok && block_ends) {
+                return Err("an `amp.scale_loss` block is more than one `.backward()` call".into());
             }
-            out.note(
+            let args = body[scaled.len() + ".backward".len()..].to_string();
+            let beol = line_ending(&lines[i + 1].1);
+            uses.push(done.lines.len());
+            pending.push((opt, done.lines.len()));
+            done.lines.push((
                 no,
-                "apex-manual",
-                "amp.scale_loss block is not a single `.backward()`; convert it to scaler.scale(loss) by hand",
-            );
+                format!("{indent}scaler.scale({loss}).backward{args}{beol}"),
+            ));
+            removed.push(scaled);
+            done.rewrites += 1;
+            i += 2;
+            continue;
         }
         // `opt.step()` after a converted scale_loss.
-        let trimmed = line.trim();
-        if let Some(pos) = pending_step
+        let code = strip_comment(line).trim();
+        if let Some(pos) = pending
             .iter()
-            .position(|(opt, _)| trimmed == format!("{opt}.step()"))
+            .position(|(opt, _)| code == format!("{opt}.step()"))
         {
-            let (opt, _) = pending_step.remove(pos);
+            let (opt, with) = pending.remove(pos);
             let indent = leading_ws(line);
-            result.push((no, format!("{indent}scaler.step({opt}){eol}")));
-            result.push((no, format!("{indent}scaler.update(){eol}")));
-            out.rewrote("apex-amp", 1);
+            uses.push(done.lines.len());
+            pairs.push((with, done.lines.len(), opt.clone()));
+            done.lines
+                .push((no, format!("{indent}scaler.step({opt}){sep}")));
+            uses.push(done.lines.len());
+            done.lines
+                .push((no, format!("{indent}scaler.update(){eol}")));
+            done.rewrites += 1;
             i += 1;
             continue;
         }
-        if line.contains("amp.") && !line.contains("torch.") && !line.contains("sdaa.amp") {
-            out.note(
-                no,
-                "apex-manual",
-                format!("apex amp call left as is: {}", strip_comment(line).trim()),
-            );
-        }
-        result.push((no, line.clone()));
+        done.lines.push((no, line.clone()));
         i += 1;
     }
-    for (opt, _) in pending_step {
-        out.note(
-            1,
-            "apex-manual",
-            format!("no `{opt}.step()` found after amp.scale_loss; call scaler.step({opt}) and scaler.update() by hand"),
-        );
+    if let Some((opt, _)) = pending.first() {
+        return Err(format!(
+            "no `{opt}.step()` follows its `amp.scale_loss(..., {opt})` block"
+        ));
     }
-    result
+
+    // Check the result: no name the rewrite removed is still used, and the GradScaler exists
+    // on every path that uses it.
+    let result = pysrc::lex(&join(&done.lines));
+    let shown = |idx: usize| {
+        done.lines
+            .get(idx)
+            .map_or(String::new(), |(_, l)| strip_comment(l).trim().to_string())
+    };
+    if let Some(&l) = result.variable_lines("amp").first() {
+        return Err(format!(
+            "`amp` would still be used after the rewrite (`{}`)",
+            shown(l - 1)
+        ));
+    }
+    for name in &removed {
+        if let Some(&l) = result.variable_lines(name).first() {
+            return Err(format!(
+                "`{name}` of `amp.scale_loss(...) as {name}` is used outside that block (`{}`)",
+                shown(l - 1)
+            ));
+        }
+    }
+    for &u in &uses {
+        if !defs.iter().any(|&d| result.dominates(d + 1, u + 1)) {
+            return Err(format!(
+                "the GradScaler `amp.initialize` would become is not created on every path that reaches `{}`",
+                shown(u)
+            ));
+        }
+    }
+    for (with, step, opt) in &pairs {
+        if !result.dominates(with + 1, step + 1) {
+            return Err(format!(
+                "`{opt}.step()` also runs on paths where the loss was not scaled by `amp.scale_loss`"
+            ));
+        }
+    }
+    Ok(done)
 }
 
 /// Inserts `import torch_sdaa` after the first torch import statement (after its closing
-/// parenthesis or last continuation line), at that statement's indentation.
+/// parenthesis or last continuation line), at that statement's indentation. An `import torch`
+/// inside a docstring or a string is not a statement and is passed over.
 fn insert_sdaa_import(text: &str) -> Option<String> {
     let p = patterns();
+    let lexed = pysrc::lex(text);
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let start = lines.iter().position(|l| p.torch_import.is_match(l))?;
+    let start = lines
+        .iter()
+        .enumerate()
+        .position(|(i, l)| lexed.statement(i + 1) && p.torch_import.is_match(l))?;
     let indent = leading_ws(lines[start]).to_string();
     let mut end = start;
-    let mut depth: i32 = 0;
-    loop {
-        let code = strip_comment(lines[end]);
-        depth += code.matches('(').count() as i32 - code.matches(')').count() as i32;
-        let continued = code.trim_end().ends_with('\\');
-        if (depth <= 0 && !continued) || end + 1 >= lines.len() {
-            break;
-        }
+    while end + 1 < lines.len() && lexed.lines.get(end + 1).is_some_and(|l| l.continued) {
         end += 1;
     }
     let eol = line_ending(lines[end]);

@@ -21,6 +21,30 @@ pub enum MigrateError {
     },
     #[error("{}: refusing to write outside {}", path.display(), root.display())]
     OutsideRoot { path: PathBuf, root: PathBuf },
+    /// A `--write` stopped part way (a full disk, a read-only directory): says how far it got.
+    #[error(
+        "{}: cannot write it: {error}\n{written} of {total} files were rewritten before this{done}; \
+         the other {} are unchanged (no file is half-written). {record}\n\
+         Fix the cause (e.g. free disk space) and run the migration with --write again: the files \
+         already rewritten need no more changes, so the re-run completes the rest.",
+        display_path(path),
+        .total - .written
+    )]
+    Interrupted {
+        path: PathBuf,
+        error: std::io::Error,
+        written: usize,
+        total: usize,
+        /// ` (a.py, b.py)`, or empty.
+        done: String,
+        /// What became of MIGRATION.md.
+        record: String,
+    },
+    #[error(
+        "{}: exists and was not written by modelzoo migrate; rename it (the migration keeps its report there) and run again",
+        path.display()
+    )]
+    RecordNotOurs { path: PathBuf },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MigrateError + '_ {
@@ -43,6 +67,11 @@ pub struct FileChange {
     /// Unified diff `a/<path>` → `b/<path>`.
     #[serde(skip)]
     pub diff: String,
+    /// For each old line (index 0 is line 1), its 1-based line in the new text.
+    #[serde(skip)]
+    pub line_map: Vec<usize>,
+    /// The new text's changed lines, e.g. `3, 8-9`.
+    pub changed_lines: String,
 }
 
 /// A finding the user must look at, located in a file.
@@ -53,6 +82,10 @@ pub struct Finding {
     pub line: usize,
     pub rule: &'static str,
     pub message: String,
+    /// Not found again by this run's rules but recorded in MIGRATION.md by an earlier `--write`
+    /// (and its line is still there): still needs a person.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recorded: bool,
 }
 
 /// A file that was not read, and why.
@@ -75,6 +108,117 @@ pub struct Report {
     pub rule_counts: BTreeMap<&'static str, usize>,
     pub findings: Vec<Finding>,
     pub skipped: Vec<Skipped>,
+    /// Temp files an interrupted `--write` left (removed by the next `--write`).
+    pub leftover_temp: Vec<PathBuf>,
+    /// Files rewritten by earlier `--write` runs, as MIGRATION.md recorded them.
+    #[serde(skip)]
+    pub written_before: Vec<crate::record::WrittenFile>,
+}
+
+/// What a `--write` did.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// Files rewritten.
+    pub files: usize,
+    /// Leftover temp files of interrupted runs removed.
+    pub removed_temp: usize,
+    /// The MIGRATION.md written.
+    pub record: PathBuf,
+    /// The report with its findings in the line numbers of the files as written.
+    pub report: Report,
+}
+
+/// Prefix (and suffix `.tmp`) of this tool's temp files, so a later run can tell its own
+/// leftovers (from a killed run) from anything else.
+pub const TEMP_PREFIX: &str = ".modelzoo-migrate-";
+
+fn is_our_temp(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX) && name.ends_with(".tmp")
+}
+
+fn temp_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(without_temp_path)
+}
+
+/// tempfile's errors carry the temp file's random name; the messages name the real file.
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    let inner = e
+        .get_ref()
+        .and_then(|r| r.source())
+        .and_then(|s| s.downcast_ref::<std::io::Error>());
+    match inner {
+        Some(inner) => match inner.raw_os_error() {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::new(inner.kind(), inner.to_string()),
+        },
+        None => e,
+    }
+}
+
+/// A path as shown to people and in diff headers: as is, or C-quoted the way git quotes it
+/// (`"a\nb.py"`) when it holds a control character, `"`, `\\` or bytes that are not UTF-8, so a
+/// name with a newline cannot break a line-oriented listing or a patch.
+pub fn display_path(path: &Path) -> String {
+    quote_path("", path)
+}
+
+fn quote_path(prefix: &str, path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let plain = std::str::from_utf8(bytes)
+        .ok()
+        .filter(|s| !s.chars().any(|c| c.is_control() || c == '"' || c == '\\'));
+    if let Some(s) = plain {
+        return format!("{prefix}{s}");
+    }
+    let mut out = String::from("\"");
+    out.push_str(prefix);
+    let lossy = String::from_utf8_lossy(bytes);
+    let valid = std::str::from_utf8(bytes).is_ok();
+    if valid {
+        for c in lossy.chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                c if c.is_control() && (c as u32) < 0x100 => {
+                    out.push_str(&format!("\\{:03o}", c as u32))
+                }
+                c => out.push(c),
+            }
+        }
+    } else {
+        for &b in bytes {
+            match b {
+                b'\n' => out.push_str("\\n"),
+                b'\t' => out.push_str("\\t"),
+                b'\r' => out.push_str("\\r"),
+                b'"' => out.push_str("\\\""),
+                b'\\' => out.push_str("\\\\"),
+                0x20..=0x7e => out.push(b as char),
+                b => out.push_str(&format!("\\{b:03o}")),
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The `---`/`+++` file name of a diff header, as git writes it: quoted when needed, and with a
+/// trailing tab when it holds a space so `git apply` knows where it ends.
+fn diff_header_name(prefix: &str, path: &Path) -> String {
+    let name = quote_path(prefix, path);
+    if !name.starts_with('"') && name.contains(' ') {
+        format!("{name}\t")
+    } else {
+        name
+    }
 }
 
 /// Directories never entered: VCS metadata, caches, virtual environments.
@@ -141,6 +285,10 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
             continue;
         }
         let name = entry.file_name().to_string_lossy();
+        if is_our_temp(&name) {
+            report.leftover_temp.push(relative(root, entry.path()));
+            continue;
+        }
         if let Some(kind) = FileKind::of(&name) {
             let rel = relative(root, entry.path());
             files.push((entry.into_path(), rel, kind));
@@ -167,17 +315,41 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
                         line,
                         rule,
                         message,
+                        recorded: false,
                     });
                 }
                 for (rule, n) in &outcome.rewrites {
                     *report.rule_counts.entry(rule).or_default() += n;
                 }
                 if let Some(change) = change {
-                    report.changes.push(change);
+                    report.changes.push(*change);
                 }
             }
         }
     }
+    // What an earlier --write recorded and this run's rules cannot see again (a rewrite left
+    // nothing to re-detect) still needs a person.
+    let record = crate::record::load(root);
+    let scanned: std::collections::BTreeSet<&Path> =
+        files.iter().map(|(_, rel, _)| rel.as_path()).collect();
+    let mut carried: Vec<Finding> = record
+        .findings
+        .into_iter()
+        .filter(|r| scanned.contains(r.path.as_path()))
+        .filter(|r| {
+            !report.findings.iter().any(|f| {
+                f.path == r.path && f.line == r.line && f.rule == r.rule && f.message == r.message
+            })
+        })
+        .collect();
+    carried.dedup_by(|a, b| {
+        a.path == b.path && a.line == b.line && a.rule == b.rule && a.message == b.message
+    });
+    report.findings.extend(carried);
+    report
+        .findings
+        .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    report.written_before = record.written;
     Ok(report)
 }
 
@@ -186,7 +358,7 @@ enum FileResult {
     Done {
         rel: PathBuf,
         outcome: crate::rules::FileOutcome,
-        change: Option<FileChange>,
+        change: Option<Box<FileChange>>,
     },
 }
 
@@ -218,19 +390,22 @@ fn migrate_file(path: &Path, rel: &Path, kind: FileKind) -> FileResult {
     let mut outcome = migrate_text(&text, kind);
     outcome.notes.sort_by_key(|n| n.line);
     let change = if outcome.text != text {
-        let shown = rel.display().to_string();
-        let diff = similar::TextDiff::from_lines(&text, &outcome.text)
+        let text_diff = similar::TextDiff::from_lines(&text, &outcome.text);
+        let diff = text_diff
             .unified_diff()
             .context_radius(3)
-            .header(&format!("a/{shown}"), &format!("b/{shown}"))
+            .header(&diff_header_name("a/", rel), &diff_header_name("b/", rel))
             .to_string();
-        Some(FileChange {
+        let (line_map, changed_lines) = line_map(&text_diff);
+        Some(Box::new(FileChange {
             path: rel.to_path_buf(),
             new: std::mem::take(&mut outcome.text),
             old: text,
             rewrites: outcome.rewrites.clone(),
             diff,
-        })
+            line_map,
+            changed_lines,
+        }))
     } else {
         None
     };
@@ -239,6 +414,60 @@ fn migrate_file(path: &Path, rel: &Path, kind: FileKind) -> FileResult {
         outcome,
         change,
     }
+}
+
+/// Old line → new line (1-based) for every old line, and the new text's changed lines as
+/// ranges (`3, 8-9`); a line removed maps to the line that now stands where it was.
+fn line_map<'a>(diff: &similar::TextDiff<'a, 'a, 'a, str>) -> (Vec<usize>, String) {
+    use similar::DiffOp;
+    let mut map = Vec::new();
+    let mut changed: Vec<(usize, usize)> = Vec::new();
+    let total_new = diff.new_slices().len().max(1);
+    for op in diff.ops() {
+        match *op {
+            DiffOp::Equal { new_index, len, .. } => {
+                map.extend((0..len).map(|k| new_index + k + 1));
+            }
+            DiffOp::Delete {
+                old_len, new_index, ..
+            } => {
+                let at = (new_index + 1).min(total_new);
+                map.extend(std::iter::repeat_n(at, old_len));
+                changed.push((at, at));
+            }
+            DiffOp::Insert {
+                new_index, new_len, ..
+            } => changed.push((new_index + 1, new_index + new_len)),
+            DiffOp::Replace {
+                old_len,
+                new_index,
+                new_len,
+                ..
+            } => {
+                map.extend((0..old_len).map(|k| new_index + k.min(new_len - 1) + 1));
+                changed.push((new_index + 1, new_index + new_len));
+            }
+        }
+    }
+    changed.sort();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in changed {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    let shown: Vec<String> = merged
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    (map, shown.join(", "))
 }
 
 /// `f` over `items` on every available core, results in input order.
@@ -274,10 +503,19 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
         .collect()
 }
 
-/// Writes the report's changes: each file atomically (temp file in the same directory,
-/// fsync, rename), its permission bits kept. Files changed on disk since the scan are refused.
-pub fn write(report: &Report) -> Result<usize, MigrateError> {
+/// Writes the report's changes and `MIGRATION.md` (see [`crate::record`]): each file atomically
+/// (temp file in the same directory, fsync, rename), its permission bits kept. Leftover temp
+/// files of an interrupted run are removed first. Nothing is written when a file changed on
+/// disk since the scan or MIGRATION.md is someone else's; a write that fails part way (a full
+/// disk) says how many files were rewritten, records them, and a re-run completes the rest.
+pub fn write(report: &Report) -> Result<Written, MigrateError> {
     let root = std::fs::canonicalize(&report.root).map_err(io(&report.root))?;
+    let record_path = report.root.join(crate::record::RECORD_FILE);
+    if !crate::record::ours_or_absent(&record_path) {
+        return Err(MigrateError::RecordNotOurs { path: record_path });
+    }
+    // Check every file before writing any, so a refusal leaves the tree as it was.
+    let mut targets = Vec::with_capacity(report.changes.len());
     for change in &report.changes {
         let path = report.root.join(&change.path);
         let real = std::fs::canonicalize(&path).map_err(io(&path))?;
@@ -293,19 +531,112 @@ pub fn write(report: &Report) -> Result<usize, MigrateError> {
                 ),
             });
         }
-        let meta = std::fs::metadata(&real).map_err(io(&real))?;
-        let dir = real.parent().unwrap_or(&root);
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
-        tmp.write_all(change.new.as_bytes())
-            .map_err(io(tmp.path()))?;
-        tmp.as_file().sync_all().map_err(io(&real))?;
-        std::fs::set_permissions(tmp.path(), meta.permissions()).map_err(io(&real))?;
-        tmp.persist(&real).map_err(|e| MigrateError::Io {
-            path: real.clone(),
-            error: e.error,
-        })?;
+        targets.push(real);
     }
-    Ok(report.changes.len())
+    let mut removed_temp = 0;
+    for rel in &report.leftover_temp {
+        if std::fs::remove_file(report.root.join(rel)).is_ok() {
+            removed_temp += 1;
+        }
+    }
+    for (i, (change, real)) in report.changes.iter().zip(&targets).enumerate() {
+        if let Err(error) = write_one(real, change.new.as_bytes()) {
+            let after = after_write(report, i);
+            let record = match save_record(&after, &report.changes[..i]) {
+                Ok(()) => format!(
+                    "{} records the files rewritten so far and what needs a person.",
+                    crate::record::RECORD_FILE
+                ),
+                Err(e) => format!(
+                    "{} could not be written either ({e}).",
+                    crate::record::RECORD_FILE
+                ),
+            };
+            let names: Vec<String> = report.changes[..i]
+                .iter()
+                .take(5)
+                .map(|c| display_path(&c.path))
+                .collect();
+            let done = match i {
+                0 => String::new(),
+                1..=5 => format!(" ({})", names.join(", ")),
+                _ => format!(" ({}, ...)", names.join(", ")),
+            };
+            return Err(MigrateError::Interrupted {
+                path: report.root.join(&change.path),
+                error,
+                written: i,
+                total: report.changes.len(),
+                done,
+                record,
+            });
+        }
+    }
+    let after = after_write(report, report.changes.len());
+    save_record(&after, &report.changes).map_err(io(&record_path))?;
+    Ok(Written {
+        files: report.changes.len(),
+        removed_temp,
+        record: record_path,
+        report: after,
+    })
+}
+
+/// Writes one file atomically, keeping its permission bits.
+fn write_one(real: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let meta = std::fs::metadata(real)?;
+    let dir = real.parent().unwrap_or(Path::new("."));
+    let mut tmp = temp_in(dir)?;
+    // Through the File: its errors name the real file in our message, not the temp file.
+    tmp.as_file_mut().write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    std::fs::set_permissions(tmp.path(), meta.permissions())?;
+    tmp.persist(real).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The report once its first `n` changes are written: their findings move to the written
+/// files' line numbers.
+fn after_write(report: &Report, n: usize) -> Report {
+    let mut after = report.clone();
+    for f in &mut after.findings {
+        if let Some(c) = report.changes[..n].iter().find(|c| c.path == f.path) {
+            if let Some(&new) = c.line_map.get(f.line.saturating_sub(1)) {
+                f.line = new;
+            }
+        }
+    }
+    after.changes.truncate(n);
+    after.leftover_temp.clear();
+    after
+}
+
+/// MIGRATION.md for the report after a write of `written` (plus earlier runs' files).
+fn save_record(after: &Report, written: &[FileChange]) -> std::io::Result<()> {
+    let mut files: Vec<crate::record::WrittenFile> = written
+        .iter()
+        .map(|c| crate::record::WrittenFile {
+            path: c.path.clone(),
+            lines: c.changed_lines.clone(),
+            rewrites: c
+                .rewrites
+                .iter()
+                .map(|(r, n)| format!("{r}×{n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+        .collect();
+    for earlier in &after.written_before {
+        if !files.iter().any(|f| f.path == earlier.path) {
+            files.push(earlier.clone());
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let text = crate::record::render(after, &files);
+    write_atomic(
+        &after.root.join(crate::record::RECORD_FILE),
+        text.as_bytes(),
+    )
 }
 
 /// Writes a new file (mode 0644) or replaces one (mode kept) atomically: temp file in the
@@ -319,8 +650,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let permissions = std::fs::metadata(path)
         .map(|m| m.permissions())
         .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
+    let mut tmp = temp_in(dir)?;
+    // Through the File: its errors name the real file in our message, not the temp file.
+    tmp.as_file_mut().write_all(bytes)?;
     tmp.as_file().sync_all()?;
     std::fs::set_permissions(tmp.path(), permissions)?;
     tmp.persist(path).map_err(|e| e.error)?;

@@ -171,7 +171,7 @@ fn write_is_atomic_keeps_modes_and_is_idempotent() {
     let latin1 = std::fs::read(dir.join("latin1.py")).unwrap();
     std::fs::set_permissions(dir.join("train.py"), std::fs::Permissions::from_mode(0o640)).unwrap();
     let report = migrate::scan(&dir).unwrap();
-    assert_eq!(migrate::write(&report).unwrap(), 3);
+    assert_eq!(migrate::write(&report).unwrap().files, 3);
     for rel in CHANGED {
         assert_eq!(
             std::fs::read_to_string(dir.join(rel)).unwrap(),
@@ -193,7 +193,7 @@ fn write_is_atomic_keeps_modes_and_is_idempotent() {
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".tmp"))
+        .filter(|n| n.starts_with(".tmp") || n.starts_with(migrate::TEMP_PREFIX))
         .collect();
     assert!(names.is_empty(), "{names:?}");
     assert_eq!(std::fs::read(dir.join("latin1.py")).unwrap(), latin1);
@@ -205,6 +205,177 @@ fn write_is_atomic_keeps_modes_and_is_idempotent() {
     let again = migrate::scan(&dir).unwrap();
     assert!(again.changes.is_empty(), "{}", migrate::render_diff(&again));
     assert_eq!(again.rule_counts.values().sum::<usize>(), 0);
+    // A second --write changes no file and keeps the record.
+    let before = std::fs::read_to_string(dir.join("MIGRATION.md")).unwrap();
+    assert_eq!(migrate::write(&again).unwrap().files, 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("MIGRATION.md")).unwrap(),
+        before
+    );
+}
+
+fn located(report: &migrate::Report) -> Vec<(String, usize, &'static str)> {
+    report
+        .findings
+        .iter()
+        .map(|f| (f.path.display().to_string(), f.line, f.rule))
+        .collect()
+}
+
+#[test]
+fn migration_md_keeps_what_needs_a_person_across_runs() {
+    let (_tmp, dir) = model_copy();
+    let first = migrate::scan(&dir).unwrap();
+    let written = migrate::write(&first).unwrap();
+    assert_eq!(written.record, dir.join("MIGRATION.md"));
+    // Findings now point into the files as written: train.py gained `import torch_sdaa` at 7.
+    let after = located(&written.report);
+    assert_eq!(after.len(), first.findings.len());
+    assert!(
+        after.contains(&("train.py".into(), 27, "cudnn-flag")),
+        "{after:?}"
+    );
+    assert!(
+        after.contains(&("train.py".into(), 52, "torch-cuda-unsupported")),
+        "{after:?}"
+    );
+    let lines: Vec<String> = std::fs::read_to_string(dir.join("train.py"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines[26].trim(), "cudnn.benchmark = True");
+    assert!(lines[51].contains("torch.cuda.nvtx.range_push"));
+
+    let md = std::fs::read_to_string(dir.join("MIGRATION.md")).unwrap();
+    assert!(md.contains("## Files written (3)"), "{md}");
+    assert!(md.contains("- `train.py`: lines 7, "), "{md}");
+    assert!(
+        md.contains("- `train_apex.py`: lines 3-4, 8-9, 12-13, 16-18 "),
+        "{md}"
+    );
+    assert!(md.contains("## Needs a person (12)"), "{md}");
+    assert!(md.contains("| `train.py:27` | `cudnn-flag` |"), "{md}");
+    assert!(md.contains("| `train_apex.py:9` | `apex-amp` |"), "{md}");
+
+    // Run again on the output: nothing to rewrite, and nothing forgotten — the autocast note
+    // the apex rewrite left no trace of comes from the record.
+    let again = migrate::scan(&dir).unwrap();
+    assert!(again.changes.is_empty());
+    assert_eq!(located(&again), after);
+    let apex = again
+        .findings
+        .iter()
+        .find(|f| f.rule == "apex-amp")
+        .unwrap();
+    assert!(apex.recorded);
+    assert!(migrate::render_summary(&again).contains("(recorded in MIGRATION.md)"));
+    migrate::write(&again).unwrap();
+    assert_eq!(located(&migrate::scan(&dir).unwrap()), after);
+
+    // A person handles it (the line changes, shifting the ones below): that finding goes,
+    // the others follow their lines.
+    let text = std::fs::read_to_string(dir.join("train_apex.py")).unwrap();
+    std::fs::write(
+        dir.join("train_apex.py"),
+        text.replace(
+            "    scaler = torch.sdaa.amp.GradScaler()\n",
+            "    # autocast added below\n    scaler = torch.sdaa.amp.GradScaler(enabled=True)\n",
+        ),
+    )
+    .unwrap();
+    let fixed = migrate::scan(&dir).unwrap();
+    let now = located(&fixed);
+    assert!(!now.iter().any(|f| f.2 == "apex-amp"), "{now:?}");
+    assert!(
+        now.contains(&("train_apex.py".into(), 11, "apex-ddp")),
+        "{now:?}"
+    );
+    assert_eq!(now.len(), after.len() - 1);
+}
+
+#[test]
+fn someone_elses_migration_md_is_not_overwritten() {
+    let (_tmp, dir) = model_copy();
+    std::fs::write(dir.join("MIGRATION.md"), "# Our own notes\n").unwrap();
+    let before = std::fs::read_to_string(dir.join("train.py")).unwrap();
+    let report = migrate::scan(&dir).unwrap();
+    let err = migrate::write(&report).unwrap_err();
+    assert!(
+        err.to_string().contains("not written by modelzoo migrate"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("train.py")).unwrap(),
+        before
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("MIGRATION.md")).unwrap(),
+        "# Our own notes\n"
+    );
+}
+
+#[test]
+fn leftover_temp_files_of_a_killed_run_are_removed_by_the_next_write() {
+    let (_tmp, dir) = model_copy();
+    let leftover = dir
+        .join("run_scripts")
+        .join(format!("{}a1B2c3.tmp", migrate::TEMP_PREFIX));
+    std::fs::write(&leftover, "half a file").unwrap();
+    // Not ours: kept.
+    std::fs::write(dir.join(".tmpXyZ123"), "someone else's").unwrap();
+    let report = migrate::scan(&dir).unwrap();
+    assert_eq!(
+        report.leftover_temp,
+        vec![PathBuf::from(format!(
+            "run_scripts/{}a1B2c3.tmp",
+            migrate::TEMP_PREFIX
+        ))]
+    );
+    assert!(migrate::render_summary(&report).contains("1 leftover temp files"));
+    assert!(leftover.exists(), "a dry run writes nothing");
+    let written = migrate::write(&report).unwrap();
+    assert_eq!(written.removed_temp, 1);
+    assert!(!leftover.exists());
+    assert!(dir.join(".tmpXyZ123").exists());
+    assert!(migrate::scan(&dir).unwrap().leftover_temp.is_empty());
+}
+
+#[test]
+fn file_names_with_newlines_and_spaces_make_a_patch_git_applies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("m");
+    std::fs::create_dir_all(&dir).unwrap();
+    let odd = ["odd\nname.py", "with space.py", "quote\"d.py"];
+    for name in odd {
+        std::fs::write(dir.join(name), "import torch\nx = torch.zeros(1).cuda()\n").unwrap();
+    }
+    let report = migrate::scan(&dir).unwrap();
+    let diff = migrate::render_diff(&report);
+    assert!(
+        diff.contains("--- \"a/odd\\nname.py\"\n+++ \"b/odd\\nname.py\"\n"),
+        "{diff}"
+    );
+    assert!(diff.contains("--- a/with space.py\t\n"), "{diff}");
+    assert!(diff.contains("--- \"a/quote\\\"d.py\"\n"), "{diff}");
+    let summary = migrate::render_summary(&report);
+    assert!(!summary.contains("odd\nname"), "{summary}");
+
+    // `git apply -p1` from the directory gives exactly what --write gives.
+    let patch = tmp.path().join("port.diff");
+    std::fs::write(&patch, &diff).unwrap();
+    let Ok(status) = std::process::Command::new("git")
+        .args(["apply", "-p1", "--unsafe-paths"])
+        .arg(&patch)
+        .current_dir(&dir)
+        .status()
+    else {
+        return; // no git here
+    };
+    assert!(status.success());
+    for c in &report.changes {
+        assert_eq!(std::fs::read_to_string(dir.join(&c.path)).unwrap(), c.new);
+    }
 }
 
 #[test]

@@ -74,6 +74,12 @@ fn dry_run_prints_diff_and_summary_then_write_applies_once() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.is_empty(), "{stdout}");
     assert!(stderr.contains("wrote 3 files"), "{stderr}");
+    assert!(stderr.contains("MIGRATION.md"), "{stderr}");
+    let record = std::fs::read_to_string(dir.join("MIGRATION.md")).unwrap();
+    assert!(
+        record.contains("| `train.py:52` | `torch-cuda-unsupported` |"),
+        "{record}"
+    );
     let expected =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrate/tests/data/expected/train.py");
     assert_eq!(
@@ -95,6 +101,18 @@ fn dry_run_prints_diff_and_summary_then_write_applies_once() {
     );
     assert!(
         stderr.contains("6 files scanned, 0 to change, 0 rewrites"),
+        "{stderr}"
+    );
+    // Nothing was fixed, so nothing that needs a person is forgotten (MIGRATION.md is read
+    // back); the lines are those of the written files (train.py gained `import torch_sdaa`).
+    assert!(stderr.contains("12 findings need a look"), "{stderr}");
+    assert!(
+        stderr.contains("train.py:52: [torch-cuda-unsupported]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("train_apex.py:9: [apex-amp]")
+            && stderr.contains("(recorded in MIGRATION.md)"),
         "{stderr}"
     );
     let v: serde_json::Value =
@@ -120,4 +138,72 @@ fn list_rules_and_errors() {
     assert!(stderr.starts_with("error: /nonexistent/model"), "{stderr}");
     let (code, _, stderr) = modelzoo(&["migrate"]);
     assert_eq!(code, 2, "{stderr}");
+}
+
+/// A write that fails part way (here: the file-size limit, the same failed `write` a full disk
+/// gives, and it holds for root too) says how many files were rewritten and that a re-run
+/// completes — and the re-run does.
+#[test]
+fn write_stopped_part_way_says_how_far_it_got_and_a_rerun_completes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("model");
+    std::fs::create_dir_all(&dir).unwrap();
+    let small = "import torch\nx = torch.zeros(1).cuda()\n";
+    std::fs::write(dir.join("a.py"), small).unwrap();
+    let big = format!(
+        "import torch\nx = torch.zeros(1).cuda()\n{}",
+        "# padding\n".repeat(3000)
+    );
+    std::fs::write(dir.join("b_big.py"), &big).unwrap();
+    std::fs::write(dir.join("c.py"), small).unwrap();
+
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            "trap '' XFSZ; ulimit -f 4 && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_modelzoo"),
+            "migrate",
+            dir.to_str().unwrap(),
+            "--write",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("b_big.py: cannot write it"), "{stderr}");
+    assert!(
+        stderr
+            .contains("1 of 3 files were rewritten before this (a.py); the other 2 are unchanged"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the re-run completes the rest"), "{stderr}");
+    assert!(
+        !stderr.contains(migrate::TEMP_PREFIX),
+        "names only a temp file: {stderr}"
+    );
+    assert!(std::fs::read_to_string(dir.join("a.py"))
+        .unwrap()
+        .contains(".sdaa()"));
+    assert_eq!(std::fs::read_to_string(dir.join("b_big.py")).unwrap(), big);
+    assert_eq!(std::fs::read_to_string(dir.join("c.py")).unwrap(), small);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(migrate::TEMP_PREFIX))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    let (code, _, stderr) = modelzoo(&["migrate", dir.to_str().unwrap(), "--write"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("wrote 2 files"), "{stderr}");
+    for f in ["a.py", "b_big.py", "c.py"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(
+            text.starts_with("import torch\nimport torch_sdaa\nx = torch.zeros(1).sdaa()\n"),
+            "{f}"
+        );
+    }
+    // The record lists the file written by the first run too.
+    let record = std::fs::read_to_string(dir.join("MIGRATION.md")).unwrap();
+    assert!(record.contains("## Files written (3)"), "{record}");
 }

@@ -2,7 +2,8 @@
 //!
 //! Dry run by default: prints a unified diff per file on stdout and the summary (rule
 //! counts, what needs a person with file:line, skipped files) on stderr. `--write` applies
-//! the changes atomically. Exit 0 when it ran, 2 on an error.
+//! the changes atomically and keeps the report as `<dir>/MIGRATION.md`, which later runs read
+//! back. Exit 0 when it ran, 2 on an error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +15,8 @@ pub struct Args {
     /// The model directory to port (nothing outside it is read or written).
     #[arg(required_unless_present = "list_rules")]
     dir: Option<PathBuf>,
-    /// Rewrite the files in place (atomically, modes kept); without it nothing is written.
+    /// Rewrite the files in place (atomically, modes kept) and keep the report as
+    /// <DIR>/MIGRATION.md; without it nothing is written.
     #[arg(long)]
     write: bool,
     /// Also write the report to FILE: JSON when FILE ends in `.json`, Markdown otherwise.
@@ -31,10 +33,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let dir = args.dir.context("give the model directory to migrate")?;
-    let report = migrate::scan(&dir)?;
+    let mut report = migrate::scan(&dir)?;
     if args.write {
-        let n = migrate::write(&report)?;
-        eprintln!("wrote {n} files");
+        let written = migrate::write(&report)?;
+        if written.removed_temp > 0 {
+            eprintln!(
+                "removed {} leftover temp files of an interrupted run",
+                written.removed_temp
+            );
+        }
+        eprintln!(
+            "wrote {} files; {} lists them and what still needs a person",
+            written.files,
+            written.record.display()
+        );
+        // Findings in the line numbers of the files as written.
+        report = written.report;
     } else {
         print!("{}", migrate::render_diff(&report));
     }

@@ -1,0 +1,240 @@
+//! `MIGRATION.md`: the report a `--write` keeps in the migrated directory — each file written
+//! with the lines it changed, and every finding that still needs a person, with line numbers
+//! of the written files. The next run reads it back, so running again on migrated output keeps
+//! listing what a person still has to do (a rewrite leaves nothing behind to re-detect).
+//!
+//! The Markdown is for people; the machine-readable part is a JSON-lines block in an HTML
+//! comment at its end, one entry per line. A recorded finding is dropped once the line it
+//! points at is gone (changed by a person) or its entry is deleted.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::tree::{display_path, Finding, Report};
+use crate::RULES;
+
+/// The record's file name, in the migrated directory.
+pub const RECORD_FILE: &str = "MIGRATION.md";
+
+const MARKER: &str = "<!-- modelzoo-migrate record v1";
+
+/// A file a `--write` rewrote, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenFile {
+    /// Path relative to the migrated directory.
+    pub path: PathBuf,
+    /// Changed lines of the written file, e.g. `3, 8-9`.
+    pub lines: String,
+    /// Rewrites per rule, e.g. `apex-amp×4, cuda-method×3`.
+    pub rewrites: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RecordedFinding {
+    path: PathBuf,
+    line: usize,
+    rule: String,
+    message: String,
+    /// The line's text (trimmed) when it was recorded: how the next run finds it again.
+    text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Entry {
+    Finding(RecordedFinding),
+    Written(WrittenFile),
+}
+
+/// What an earlier `--write` recorded.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Record {
+    pub findings: Vec<Finding>,
+    pub written: Vec<WrittenFile>,
+}
+
+/// Whether `path` is absent or a record this tool wrote (so it may be replaced).
+pub(crate) fn ours_or_absent(path: &Path) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => true,
+        Ok(m) if !m.is_file() => false,
+        Ok(_) => std::fs::read_to_string(path).is_ok_and(|t| t.contains(MARKER)),
+    }
+}
+
+/// Reads the record in `root`, relocating each finding by its line's text in the file as it is
+/// now; findings whose line is gone (or whose file is) are dropped: a person handled them.
+pub(crate) fn load(root: &Path) -> Record {
+    let path = root.join(RECORD_FILE);
+    let mut record = Record::default();
+    // Never follow a link: nothing outside the directory is read.
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        return record;
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return record;
+    };
+    let Some(start) = text.find(MARKER) else {
+        return record;
+    };
+    let mut files: std::collections::BTreeMap<PathBuf, Option<Vec<String>>> = Default::default();
+    for line in text[start..].lines().skip(1) {
+        if line.trim_start().starts_with("-->") {
+            break;
+        }
+        let Ok(entry) = serde_json::from_str::<Entry>(line) else {
+            continue;
+        };
+        match entry {
+            Entry::Written(w) => record.written.push(w),
+            Entry::Finding(f) => {
+                let Some(rule) = RULES.iter().find(|r| r.id == f.rule).map(|r| r.id) else {
+                    continue;
+                };
+                let lines = files.entry(f.path.clone()).or_insert_with(|| {
+                    let file = root.join(&f.path);
+                    let real = std::fs::symlink_metadata(&file).ok()?;
+                    if !real.is_file() {
+                        return None;
+                    }
+                    let text = std::fs::read_to_string(file).ok()?;
+                    Some(text.lines().map(|l| l.trim().to_string()).collect())
+                });
+                let Some(lines) = lines else { continue };
+                let Some(line) = relocate(lines, f.line, &f.text) else {
+                    continue;
+                };
+                record.findings.push(Finding {
+                    path: f.path,
+                    line,
+                    rule,
+                    message: f.message,
+                    recorded: true,
+                });
+            }
+        }
+    }
+    record
+}
+
+/// The 1-based line holding `text` nearest to `line`.
+fn relocate(lines: &[String], line: usize, text: &str) -> Option<usize> {
+    let at = line.saturating_sub(1);
+    (0..lines.len().max(at + 1))
+        .flat_map(|d| [at.checked_sub(d), at.checked_add(d).filter(|_| d > 0)])
+        .flatten()
+        .find(|&i| lines.get(i).is_some_and(|l| l == text))
+        .map(|i| i + 1)
+}
+
+/// The trimmed text of 1-based `line` of the file at `path` as it is on disk now.
+fn line_text(root: &Path, path: &Path, line: usize) -> String {
+    std::fs::read_to_string(root.join(path))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .nth(line.saturating_sub(1))
+                .map(|l| l.trim().to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// `MIGRATION.md` for a report whose findings are in the line numbers of the files on disk,
+/// `written` the files rewritten (this run's and earlier runs').
+pub(crate) fn render(report: &Report, written: &[WrittenFile]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "# CUDA → SDAA migration\n");
+    let _ = writeln!(
+        out,
+        "Kept by `modelzoo migrate --write`, and read back by every later run: a finding below stays \
+         listed until the line it points at changes or its entry in the record at the end of this \
+         file is deleted. Line numbers are those of the files as written.\n"
+    );
+    let _ = writeln!(out, "## Files written ({})\n", written.len());
+    if written.is_empty() {
+        let _ = writeln!(out, "None.\n");
+    }
+    for w in written {
+        let _ = writeln!(
+            out,
+            "- `{}`: {} {} ({})",
+            display_path(&w.path),
+            if w.lines.contains([',', '-']) {
+                "lines"
+            } else {
+                "line"
+            },
+            w.lines,
+            w.rewrites
+        );
+    }
+    if !written.is_empty() {
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "## Needs a person ({})\n", report.findings.len());
+    if report.findings.is_empty() {
+        let _ = writeln!(out, "Nothing.\n");
+    } else {
+        let _ = writeln!(out, "| where | rule | what |\n|---|---|---|");
+        for f in &report.findings {
+            let _ = writeln!(
+                out,
+                "| `{}:{}` | `{}` | {} |",
+                display_path(&f.path),
+                f.line,
+                f.rule,
+                f.message.replace('|', "\\|")
+            );
+        }
+        let _ = writeln!(out);
+    }
+    if !report.skipped.is_empty() {
+        let _ = writeln!(out, "## Skipped files\n");
+        for s in &report.skipped {
+            let _ = writeln!(out, "- `{}`: {}", display_path(&s.path), s.reason);
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(
+        out,
+        "{MARKER}: one entry per line, read by the next run; delete a finding's line once it is handled"
+    );
+    let json = |e: &Entry| {
+        // `>` escaped so no entry can close the comment.
+        serde_json::to_string(e)
+            .unwrap_or_default()
+            .replace('>', "\\u003e")
+    };
+    for w in written {
+        let _ = writeln!(out, "{}", json(&Entry::Written(w.clone())));
+    }
+    for f in &report.findings {
+        let entry = Entry::Finding(RecordedFinding {
+            path: f.path.clone(),
+            line: f.line,
+            rule: f.rule.to_string(),
+            message: f.message.clone(),
+            text: line_text(&report.root, &f.path, f.line),
+        });
+        let _ = writeln!(out, "{}", json(&entry));
+    }
+    let _ = writeln!(out, "-->");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relocate;
+
+    #[test]
+    fn relocate_prefers_the_nearest_matching_line() {
+        let lines: Vec<String> = ["a", "x", "b", "x", "c", "x"].map(String::from).into();
+        assert_eq!(relocate(&lines, 2, "x"), Some(2));
+        assert_eq!(relocate(&lines, 3, "x"), Some(2));
+        assert_eq!(relocate(&lines, 5, "x"), Some(4));
+        assert_eq!(relocate(&lines, 9, "x"), Some(6));
+        assert_eq!(relocate(&lines, 1, "gone"), None);
+    }
+}
