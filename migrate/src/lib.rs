@@ -121,6 +121,13 @@ pub fn render_markdown(report: &Report) -> String {
         let _ = writeln!(out);
     }
     let _ = writeln!(out, "## Needs a person\n");
+    render_findings_and_skipped(&mut out, report);
+    out
+}
+
+/// The "needs a person" table (or "Nothing.") and the skipped files, as the markdown report and
+/// MIGRATION.md both show them; the caller writes the section heading.
+pub(crate) fn render_findings_and_skipped(out: &mut String, report: &Report) {
     if report.findings.is_empty() {
         let _ = writeln!(out, "Nothing.\n");
     } else {
@@ -142,8 +149,8 @@ pub fn render_markdown(report: &Report) -> String {
         for s in &report.skipped {
             let _ = writeln!(out, "- `{}`: {}", display_path(&s.path), s.reason);
         }
+        let _ = writeln!(out);
     }
-    out
 }
 
 /// The report as JSON (changes without their text).

@@ -174,29 +174,7 @@ pub(crate) fn render(report: &Report, written: &[WrittenFile]) -> String {
         let _ = writeln!(out);
     }
     let _ = writeln!(out, "## Needs a person ({})\n", report.findings.len());
-    if report.findings.is_empty() {
-        let _ = writeln!(out, "Nothing.\n");
-    } else {
-        let _ = writeln!(out, "| where | rule | what |\n|---|---|---|");
-        for f in &report.findings {
-            let _ = writeln!(
-                out,
-                "| `{}:{}` | `{}` | {} |",
-                display_path(&f.path),
-                f.line,
-                f.rule,
-                f.message.replace('|', "\\|")
-            );
-        }
-        let _ = writeln!(out);
-    }
-    if !report.skipped.is_empty() {
-        let _ = writeln!(out, "## Skipped files\n");
-        for s in &report.skipped {
-            let _ = writeln!(out, "- `{}`: {}", display_path(&s.path), s.reason);
-        }
-        let _ = writeln!(out);
-    }
+    crate::render_findings_and_skipped(&mut out, report);
     let _ = writeln!(
         out,
         "{MARKER}: one entry per line, read by the next run; delete a finding's line once it is handled"
