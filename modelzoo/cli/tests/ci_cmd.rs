@@ -255,8 +255,9 @@ fn skips_are_counted_apart_and_bad_entries_exit_2() {
         ),
         ("sh train.sh good", "sh train.sh nolog", ""),
         (
-            "--step 4 --output_dir {output_dir}",
-            "--output_dir {output_dir} # --step 4",
+            // Quoted, so the `#` is the shell's comment, not YAML's.
+            "command: sh train.sh good --step 4 --output_dir {output_dir}",
+            "command: \"sh train.sh good --output_dir {output_dir} # --step 4\"",
             "must pass --step",
         ),
     ] {
