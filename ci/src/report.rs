@@ -1,11 +1,13 @@
 //! The check's results as a console table, JUnit XML (one testcase per model) and Markdown.
+//! All three count a model as passed, skipped or failed by [`ModelResult::status`], so they
+//! agree with each other and with the exit code (non-zero only for failures).
 
 use std::fmt::Write as _;
 
-use crate::{ModelResult, Stage};
+use crate::{ModelResult, Stage, Status, Summary};
 
 /// `model | layout | run | log check | time` as an aligned text table, then one line per
-/// failure with its detail.
+/// failure with its detail, then the counts.
 pub fn render_table(results: &[ModelResult]) -> String {
     let name_w = results
         .iter()
@@ -37,31 +39,20 @@ pub fn render_table(results: &[ModelResult]) -> String {
             }
         }
     }
-    let failed = results.iter().filter(|r| !r.passed()).count();
-    let _ = writeln!(
-        out,
-        "{} models checked, {} passed, {} failed",
-        results.len(),
-        results.len() - failed,
-        failed
-    );
+    let _ = writeln!(out, "{}", Summary::of(results));
     out
 }
 
 /// JUnit XML: a `testsuite` `modelzoo-ci` with a `testcase` per model; failures carry every
 /// failed stage, skips say why.
 pub fn render_junit(results: &[ModelResult]) -> String {
-    let failures = results.iter().filter(|r| !r.passed()).count();
-    let skipped = results
-        .iter()
-        .filter(|r| r.passed() && matches!(r.run, Stage::Skip(_)))
-        .count();
+    let sum = Summary::of(results);
     let total: f64 = results.iter().map(|r| r.seconds).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites><testsuite name=\"modelzoo-ci\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{total:.3}\">",
-        results.len()
+        "<testsuites><testsuite name=\"modelzoo-ci\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{total:.3}\">",
+        sum.total, sum.failed, sum.skipped
     );
     for r in results {
         let _ = write!(
@@ -87,8 +78,8 @@ pub fn render_junit(results: &[ModelResult]) -> String {
                     r.console.display()
                 ))
             );
-        } else if let Stage::Skip(why) = &r.run {
-            let _ = write!(out, "<skipped message=\"{}\"/>", xml(why));
+        } else if r.status() == Status::Skip {
+            let _ = write!(out, "<skipped message=\"{}\"/>", xml(skip_reason(r)));
         }
         let _ = writeln!(out, "</testcase>");
     }
@@ -96,17 +87,11 @@ pub fn render_junit(results: &[ModelResult]) -> String {
     out
 }
 
-/// Markdown summary for a PR comment: the table, then the details of each failure.
+/// Markdown summary for a PR comment: the counts, the table, the details of each failure,
+/// then why each skipped model was skipped.
 pub fn render_markdown(results: &[ModelResult]) -> String {
-    let failed = results.iter().filter(|r| !r.passed()).count();
     let mut out = String::from("# modelzoo ci\n\n");
-    let _ = writeln!(
-        out,
-        "{} models checked, {} passed, {} failed.\n",
-        results.len(),
-        results.len() - failed,
-        failed
-    );
+    let _ = writeln!(out, "{}.\n", Summary::of(results));
     let _ = writeln!(
         out,
         "| model | layout | run | log check | time |\n|---|---|---|---|---|"
@@ -122,7 +107,7 @@ pub fn render_markdown(results: &[ModelResult]) -> String {
             r.seconds
         );
     }
-    for r in results.iter().filter(|r| !r.passed()) {
+    for r in results.iter().filter(|r| r.failed()) {
         let _ = writeln!(out, "\n## {}\n", r.name);
         let _ = writeln!(out, "- command: `{}`", r.command);
         let _ = writeln!(out, "- console: `{}`", r.console.display());
@@ -132,7 +117,23 @@ pub fn render_markdown(results: &[ModelResult]) -> String {
             }
         }
     }
+    let skipped: Vec<&ModelResult> = results.iter().filter(|r| r.skipped()).collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "\n## Skipped\n");
+        for r in skipped {
+            let _ = writeln!(out, "- {}: {}", r.name, skip_reason(r));
+        }
+    }
     out
+}
+
+/// Why a skipped model was not run: the first skipped stage's reason (the run's, as a rule).
+fn skip_reason(r: &ModelResult) -> &str {
+    [&r.run, &r.log, &r.layout]
+        .into_iter()
+        .find(|s| matches!(s, Stage::Skip(_)))
+        .map(Stage::detail)
+        .unwrap_or("")
 }
 
 fn xml(s: &str) -> String {

@@ -1,6 +1,7 @@
 //! Running one functional command: `sh -c` in the model directory, in its own process group,
 //! output to a file, killed as a whole group on timeout (SIGTERM, then SIGKILL after a grace
-//! period) so no stray process outlives the check.
+//! period) so no stray process outlives the check. The group is killed on every way out of
+//! [`run_command`], a panic included (a guard owns the child).
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -31,7 +32,7 @@ const POLL: Duration = Duration::from_millis(20);
 /// Runs `command` with `sh -c` in `cwd`, stdout and stderr appended to `console`, PATH
 /// prefixed with `path_prefix`. Returns when it exits, or after `timeout` (or once `cancel`
 /// is set) with its whole process group killed. Processes it left in its group are killed
-/// either way.
+/// either way. A timeout too large to add to the clock means no deadline (never a panic).
 pub fn run_command(
     command: &str,
     cwd: &Path,
@@ -70,16 +71,21 @@ pub fn run_command(
             cmd.env("PATH", joined);
         }
     }
-    let mut child = match cmd.spawn() {
+    let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return RunOutcome::SpawnFailed(e.to_string()),
     };
-    let pgid = Pid::from_raw(child.id() as i32);
-    let deadline = Instant::now() + timeout;
+    // From here on, however this function is left, the group is killed and the child reaped.
+    let mut group = Group {
+        pgid: Pid::from_raw(child.id() as i32),
+        child,
+    };
+    let (pgid, child) = (group.pgid, &mut group.child);
+    let deadline = after(timeout);
     let outcome = loop {
         match child.try_wait() {
             Ok(Some(status)) => break exit_outcome(status),
-            Ok(None) if Instant::now() >= deadline || cancel.load(Ordering::SeqCst) => {
+            Ok(None) if passed(deadline) || cancel.load(Ordering::SeqCst) => {
                 let interrupted = cancel.load(Ordering::SeqCst);
                 tracing::warn!(
                     command,
@@ -87,7 +93,7 @@ pub fn run_command(
                     "stopping it: killing its process group"
                 );
                 signal_group(pgid, Signal::TERM);
-                if wait_until(&mut child, Instant::now() + kill_grace).is_none() {
+                if wait_until(child, after(kill_grace)).is_none() {
                     signal_group(pgid, Signal::KILL);
                     let _ = child.wait();
                 }
@@ -105,16 +111,42 @@ pub fn run_command(
             }
         }
     };
-    // Whatever it left running in its group (background jobs, daemons) goes too.
-    signal_group(pgid, Signal::KILL);
+    // Whatever it left running in its group (background jobs, daemons) goes too: `group`'s
+    // drop.
+    drop(group);
     outcome
 }
 
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<std::process::ExitStatus> {
+/// The running command: dropping it SIGKILLs its process group and reaps the child, so no
+/// exit path (an early return, a panic) leaves it running.
+struct Group {
+    pgid: Option<Pid>,
+    child: Child,
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        signal_group(self.pgid, Signal::KILL);
+        // Returns at once if it was already reaped (the status is kept) or has just been
+        // killed.
+        let _ = self.child.wait();
+    }
+}
+
+/// `d` from now; `None` (never) when that is past what the clock can represent.
+fn after(d: Duration) -> Option<Instant> {
+    Instant::now().checked_add(d)
+}
+
+fn passed(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+fn wait_until(child: &mut Child, deadline: Option<Instant>) -> Option<std::process::ExitStatus> {
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() >= deadline => return None,
+            Ok(None) if passed(deadline) => return None,
             Ok(None) => std::thread::sleep(POLL),
             Err(_) => return None,
         }

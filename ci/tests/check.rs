@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use model_config::ModelYaml;
-use modelzoo_ci::{check_log, Options, Stage};
+use modelzoo_ci::{check_log, run_command, Options, RunOutcome, Stage, Status, Summary};
 use run_scripts_template::scaffold::{self, Kind, NewModel};
 
 const SCRIPT: &str = include_str!("data/train.sh");
@@ -108,14 +108,15 @@ fn each_kind_of_failure_is_caught_and_named() {
     assert!(
         matches!(&skipped.run, Stage::Skip(m) if m.contains("device `cpu` not in its devices (sdaa)"))
     );
-    assert!(
-        skipped.passed(),
+    assert_eq!(
+        skipped.status(),
+        Status::Skip,
         "a model that does not run on the device is skipped, not failed"
     );
 
     let table = modelzoo_ci::render_table(&results);
     assert!(
-        table.contains("6 models checked, 2 passed, 4 failed"),
+        table.contains("6 models checked, 1 passed, 1 skipped, 4 failed"),
         "{table}"
     );
     let junit = modelzoo_ci::render_junit(&results);
@@ -288,5 +289,115 @@ fn log_check_on_the_real_modelzoo_fixtures() {
     assert!(
         matches!(&stage, Stage::Fail(m) if m.contains("never logged: eval.acc")),
         "{stage:?}"
+    );
+}
+
+/// Issue #13: a model skipped for the device was counted as passed. Every report counts it as
+/// skipped, and the counts add up.
+#[test]
+fn skipped_models_are_counted_as_skipped_in_every_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(
+        tmp.path(),
+        &[
+            ("good", "good", 60, "cpu"),
+            ("sdaa_only", "good", 60, "sdaa"),
+        ],
+    );
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&tmp.path().join("w"))).unwrap();
+    assert_eq!(results[0].status(), Status::Pass);
+    assert_eq!(results[1].status(), Status::Skip);
+    assert!(!results[1].passed() && !results[1].failed());
+    assert_eq!(
+        Summary::of(&results),
+        Summary {
+            total: 2,
+            passed: 1,
+            skipped: 1,
+            failed: 0
+        }
+    );
+    let table = modelzoo_ci::render_table(&results);
+    assert!(
+        table.ends_with("2 models checked, 1 passed, 1 skipped, 0 failed\n"),
+        "{table}"
+    );
+    let junit = modelzoo_ci::render_junit(&results);
+    assert!(
+        junit.contains("tests=\"2\" failures=\"0\" skipped=\"1\""),
+        "{junit}"
+    );
+    assert_eq!(junit.matches("<skipped ").count(), 1, "{junit}");
+    let md = modelzoo_ci::render_markdown(&results);
+    assert!(
+        md.contains("2 models checked, 1 passed, 1 skipped, 0 failed."),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Skipped\n\n- sdaa_only: device `cpu` not in its devices (sdaa)\n"),
+        "{md}"
+    );
+}
+
+/// Issue #13: `timeout: 18446744073709551615` panicked ("overflow when adding duration to
+/// instant") with the command left running. model.yaml refuses it now; an entry built in code
+/// that still has it runs with no deadline, and the runner never panics.
+#[test]
+fn a_timeout_past_the_clock_neither_panics_nor_leaves_the_command_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut yaml = zoo(tmp.path(), &[("forever", "good", 60, "cpu")]);
+    yaml.models[0].timeout = u64::MAX;
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&tmp.path().join("w"))).unwrap();
+    assert_eq!(results[0].status(), Status::Pass, "{:?}", results[0]);
+
+    // The runner itself: exits normally, and what the command left in its group is killed.
+    let pids = tmp.path().join("pids");
+    let outcome = run_command(
+        &format!("sleep 300 & echo $! > '{}'; exit 0", pids.display()),
+        tmp.path(),
+        Duration::MAX,
+        &tmp.path().join("console.log"),
+        &[],
+        Duration::MAX,
+        &Default::default(),
+    );
+    assert_eq!(outcome, RunOutcome::Exited { code: 0 });
+    let pid: u32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(gone(pid), "the background sleep {pid} outlived the command");
+}
+
+/// Issue #13: a `log:` outside `{output_dir}` (which CI empties before each run) passed on a
+/// file left by an earlier run although this run wrote nothing. model.yaml refuses it; an
+/// entry built in code fails the log stage without running.
+#[test]
+fn a_log_outside_output_dir_cannot_pass_on_a_stale_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut yaml = zoo(tmp.path(), &[("stale", "nolog", 60, "cpu")]);
+    let dir = yaml.model_dir(&yaml.models[0]);
+    std::fs::write(
+        dir.join("train.log"),
+        "TCAPPDLL 2025-05-15 14:20:10.930380 - Epoch: 0 Iteration: 0  rank : 0  train.loss : 0.5  train.ips : 10.0 imgs/s\n",
+    )
+    .unwrap();
+    assert!(matches!(
+        check_log(&dir.join("train.log"), &yaml.models[0].metrics),
+        Stage::Pass(_)
+    ));
+    yaml.models[0].log = "train.log".into();
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&tmp.path().join("w"))).unwrap();
+    let r = &results[0];
+    assert_eq!(r.status(), Status::Fail, "{r:?}");
+    assert!(
+        matches!(&r.log, Stage::Fail(m) if m.contains("`log: train.log` must be a file inside {output_dir}")),
+        "{:?}",
+        r.log
+    );
+    assert!(
+        !r.console.exists(),
+        "the command is not run for an entry that cannot be checked"
     );
 }

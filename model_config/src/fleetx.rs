@@ -125,10 +125,10 @@ pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<ConfigTree, Con
 impl ConfigTree {
     /// Parses a config from YAML text; `path` is only used in messages.
     pub fn from_str(text: &str, path: &Path) -> Result<ConfigTree, ConfigError> {
-        let value: Value = serde_yaml::from_str(text).map_err(|e| ConfigError::Yaml {
+        let value: Value = crate::yaml::from_str(text).map_err(|e| ConfigError::Yaml {
             path: path.to_path_buf(),
-            line: e.location().map(|l| l.line()),
-            message: strip_location(&e.to_string()),
+            line: e.line(),
+            message: e.message(),
         })?;
         let root = match value {
             Value::Mapping(m) => m,
@@ -176,10 +176,10 @@ impl ConfigTree {
         let value: Value = if raw.trim().is_empty() {
             Value::Null
         } else {
-            serde_yaml::from_str(raw).map_err(|e| {
+            crate::yaml::from_str(raw).map_err(|e| {
                 syntax(&format!(
                     "value `{raw}` is not a YAML value: {}",
-                    strip_location(&e.to_string())
+                    e.message()
                 ))
             })?
         };

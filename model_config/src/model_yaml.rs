@@ -43,6 +43,11 @@ pub const DEVICES: &[&str] = &["cpu", "cuda", "sdaa"];
 /// The top-level keys of model.yaml.
 pub const TOP_KEYS: &[&str] = &["root", "models"];
 
+/// Longest `timeout` an entry may ask for, in seconds (24 h). A functional run is a few
+/// `--step`s; a larger value is a mistake, and near `u64::MAX` it cannot even be added to the
+/// clock.
+pub const MAX_TIMEOUT: u64 = 86_400;
+
 /// What a model is written in; decides how CI and `validate` treat it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -81,12 +86,12 @@ pub struct ModelEntry {
     /// The functional-test command, run by `sh -c` in the model directory. Must pass `--step`
     /// (a short run). `{device}` and `{output_dir}` are replaced by CI.
     pub command: String,
-    /// The dllogger log the command writes, relative to the model directory;
-    /// `{output_dir}` is replaced as in `command`.
+    /// The dllogger log the command writes: `{output_dir}/<file>`, `{output_dir}` replaced as
+    /// in `command`. It must be inside `{output_dir}` (see [`ModelEntry::check_log`]).
     pub log: String,
     /// Metrics the log must contain (`train.loss`, `train.ips`, ...).
     pub metrics: Vec<String>,
-    /// Seconds the command may run before CI kills it.
+    /// Seconds the command may run before CI kills it; 1 to [`MAX_TIMEOUT`].
     pub timeout: u64,
 }
 
@@ -158,7 +163,7 @@ impl ModelYaml {
                 models: Vec::new(),
             }
         } else {
-            serde_yaml::from_str(text).map_err(|e| parse_error(path, &e))?
+            crate::yaml::from_str(text).map_err(|e| parse_error(path, &e))?
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         let root = normalize(&dir.join(raw.root.unwrap_or_else(|| PathBuf::from(".."))));
@@ -172,7 +177,8 @@ impl ModelYaml {
     }
 
     /// The checks serde cannot express: unique names, `--step` in the command, known
-    /// devices, at least one metric, a positive timeout, a relative path inside the root.
+    /// devices, at least one metric, a timeout of 1 s to [`MAX_TIMEOUT`], a relative path
+    /// inside the root, a log inside `{output_dir}`.
     fn check(&self, text: &str) -> Result<(), ModelYamlError> {
         let mut seen = HashSet::new();
         for entry in &self.models {
@@ -207,9 +213,16 @@ impl ModelYaml {
                     self.root.display()
                 )));
             }
-            if !uses_step(&entry.command) {
+            let words = shell_words(&entry.command).map_err(|why| {
+                fail(format!(
+                    "`command` is not a valid sh command line ({why}): `{}`",
+                    entry.command
+                ))
+            })?;
+            if !words.iter().any(|w| is_step_flag(w)) {
                 return Err(fail(format!(
-                    "`command` must pass --step for a short functional run (adaptation guide §3.3), got `{}`",
+                    "`command` must pass --step for a short functional run (adaptation guide §3.3; \
+                     a --step in a comment or inside a quoted argument does not count), got `{}`",
                     entry.command
                 )));
             }
@@ -240,8 +253,16 @@ impl ModelYaml {
                     "`log` is empty; give the log file the command writes".into(),
                 ));
             }
+            entry.check_log().map_err(fail)?;
             if entry.timeout == 0 {
                 return Err(fail("`timeout` must be at least 1 second".into()));
+            }
+            if entry.timeout > MAX_TIMEOUT {
+                return Err(fail(format!(
+                    "`timeout: {}` is more than the limit of {MAX_TIMEOUT} seconds (24 h); \
+                     a functional run with --step should take minutes",
+                    entry.timeout
+                )));
             }
         }
         Ok(())
@@ -312,6 +333,35 @@ impl ModelEntry {
             .replace("{output_dir}", &shell_quote(&output_dir.to_string_lossy()))
     }
 
+    /// Refuses a `log` that is not a file inside `{output_dir}`: CI empties that directory
+    /// before each run, so a log there was written by this run; a file anywhere else may be
+    /// left from an earlier run and would pass for this one. `Err` says so, for messages.
+    pub fn check_log(&self) -> Result<(), String> {
+        let inside = self.log.strip_prefix("{output_dir}/").is_some_and(|rest| {
+            let rest = Path::new(rest);
+            !rest.as_os_str().to_string_lossy().contains("{output_dir}")
+                && rest.components().all(|c| {
+                    matches!(
+                        c,
+                        std::path::Component::Normal(_) | std::path::Component::CurDir
+                    )
+                })
+                && rest
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::Normal(_)))
+        });
+        if inside {
+            Ok(())
+        } else {
+            Err(format!(
+                "`log: {}` must be a file inside {{output_dir}} (e.g. \"{{output_dir}}/train.log\", \
+                 no `..`): CI empties {{output_dir}} before each run, so only a log there is \
+                 known to be from this run; make the command write (or copy) its log there",
+                self.log
+            ))
+        }
+    }
+
     /// Where the log will be, given the model directory and the run's output directory.
     pub fn log_path(&self, model_dir: &Path, output_dir: &Path) -> PathBuf {
         let log = self
@@ -352,12 +402,74 @@ fn normalize(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// `--step N`, `--step=N` (or the `--steps` alias) as a whole word in the command.
+/// `--step N`, `--step=N` (or the `--steps` alias) as a word of the command as `sh` splits
+/// it: not in a `#` comment, not inside a quoted argument. False when the command does not
+/// split (an unterminated quote).
 pub fn uses_step(command: &str) -> bool {
-    command.split_whitespace().any(|w| {
-        let flag = w.split('=').next().unwrap_or(w);
-        flag == "--step" || flag == "--steps"
-    })
+    shell_words(command).is_ok_and(|words| words.iter().any(|w| is_step_flag(w)))
+}
+
+fn is_step_flag(word: &str) -> bool {
+    let flag = word.split('=').next().unwrap_or(word);
+    flag == "--step" || flag == "--steps"
+}
+
+/// The words of a POSIX `sh` command line as the shell splits them: quotes and backslashes
+/// removed, `#` comments (a `#` that starts a word) dropped, blanks, newlines and the operator
+/// characters `; & | ( ) < >` separating words (the operators themselves are not returned).
+/// Expansions are left as written. `Err` for an unterminated quote.
+///
+/// Not `shlex::split`: it does not end a word at an operator, so in `run;# --step 5` the
+/// comment would not be one and `--step` would count.
+pub fn shell_words(command: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => {
+                words.extend(word.take());
+            }
+            '#' if word.is_none() => while chars.next_if(|&n| n != '\n').is_some() {},
+            '\\' => match chars.next() {
+                Some('\n') => {}
+                Some(n) => word.get_or_insert_with(String::new).push(n),
+                None => word.get_or_insert_with(String::new).push('\\'),
+            },
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(n) => w.push(n),
+                        None => return Err("unterminated single quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(n @ ('$' | '`' | '"' | '\\')) => w.push(n),
+                            Some('\n') => {}
+                            Some(n) => {
+                                w.push('\\');
+                                w.push(n);
+                            }
+                            None => return Err("unterminated double quote".into()),
+                        },
+                        Some(n) => w.push(n),
+                        None => return Err("unterminated double quote".into()),
+                    }
+                }
+            }
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
 }
 
 /// Single-quotes `s` for `sh` unless it is plainly safe.
@@ -384,12 +496,8 @@ fn entry_line(text: &str, name: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
-fn parse_error(path: &Path, e: &serde_yaml::Error) -> ModelYamlError {
-    let full = e.to_string();
-    let mut message = match full.find(" at line ") {
-        Some(i) => full[..i].to_string(),
-        None => full,
-    };
+fn parse_error(path: &Path, e: &crate::yaml::YamlError) -> ModelYamlError {
+    let mut message = e.message();
     if message.contains("missing field") {
         message.push_str(&format!(
             "; an entry has the keys: {}",
@@ -398,7 +506,7 @@ fn parse_error(path: &Path, e: &serde_yaml::Error) -> ModelYamlError {
     }
     ModelYamlError::Parse {
         path: path.to_path_buf(),
-        line: e.location().map(|l| l.line()),
+        line: e.line(),
         message,
     }
 }

@@ -266,3 +266,38 @@ fn free_form_sections_deserialize_into_caller_types() {
     assert_eq!(data.batch_size.global_batch_size, 8);
     assert_eq!(data.batch_size.local_batch_size, 8);
 }
+
+/// Issue #13: a config (or `-o` value) nested 100,000 deep is refused by the depth guard
+/// before libyaml's quadratic scan, naming the file, the line and the limit.
+#[test]
+fn nesting_past_the_limit_is_refused_in_files_and_overrides() {
+    let n = 100_000;
+    let (_dir, path) = write_yaml(&format!(
+        "Engine:\n  max_steps: 10\nModel:\n  layers: {}{}\n",
+        "[".repeat(n),
+        "]".repeat(n)
+    ));
+    let err = fleetx::load(Some(&path), &[]).unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::Yaml { line: Some(4), .. }),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("cfg.yaml:4: invalid YAML: collections nested more than 128 levels deep"),
+        "{msg}"
+    );
+
+    let deep = format!("Model.layers={}1{}", "{a: ".repeat(n), "}".repeat(n));
+    let err = fleetx::load(None, &[deep]).unwrap_err();
+    assert!(matches!(&err, ConfigError::OverrideSyntax { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("is not a YAML value: collections nested more than 128 levels deep"),
+        "{}",
+        &err.to_string()[err.to_string().len() - 200..]
+    );
+    // Ordinary nesting is untouched.
+    let tree = fleetx::load(None, &ov(&["Model.layers=[[1, 2], {a: [3]}]"])).unwrap();
+    assert!(tree.raw().get("Model").is_some());
+}

@@ -233,3 +233,150 @@ fn append_entry_keeps_comments_creates_files_and_refuses_duplicates() {
     assert!(err.to_string().contains("--step"), "{err}");
     assert_eq!(ModelYaml::load(&fresh).unwrap().models.len(), 1);
 }
+
+/// Issue #13: a 100,000-deep document took ~41 s to be refused (libyaml's scanner is
+/// quadratic in flow nesting); the depth guard refuses it before parsing, naming the file, the
+/// line and the limit. Block nesting is refused by serde_yaml's limit, reported the same way.
+#[test]
+fn nesting_past_the_limit_is_refused_with_file_line_and_limit() {
+    let n = 100_000;
+    for (what, text, line) in [
+        (
+            "flow sequences",
+            format!("models:\n  - name: [{}{}]\n", "[".repeat(n), "]".repeat(n)),
+            2,
+        ),
+        (
+            "flow mappings",
+            format!("# deep\n\nmodels: {}1{}\n", "{a: ".repeat(n), "}".repeat(n)),
+            3,
+        ),
+        ("unclosed", format!("models: {}\n", "[".repeat(n)), 1),
+        (
+            "block sequences",
+            format!("models:\n{}x\n", "- ".repeat(n)),
+            2,
+        ),
+    ] {
+        let (msg, err) = parse_err(&text);
+        assert!(
+            matches!(err, ModelYamlError::Parse { line: Some(l), .. } if l == line),
+            "{what}: {msg}"
+        );
+        assert!(
+            msg.contains(&format!(
+                "model.yaml:{line}: collections nested more than 128 levels deep"
+            )),
+            "{what}: {msg}"
+        );
+    }
+    // At the limit (the top-level mapping is one level) it is a plain type error.
+    let text = format!("models: {}{}\n", "[".repeat(127), "]".repeat(127));
+    let (msg, _) = parse_err(&text);
+    assert!(!msg.contains("nested"), "{msg}");
+}
+
+#[test]
+fn timeout_past_the_limit_is_refused_at_load() {
+    for timeout in ["18446744073709551615", "86401"] {
+        let (msg, err) =
+            parse_err(&GOOD_ENTRY.replace("timeout: 300", &format!("timeout: {timeout}")));
+        assert!(
+            matches!(err, ModelYamlError::Entry { line: Some(2), .. }),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!(
+                "`timeout: {timeout}` is more than the limit of 86400 seconds"
+            )),
+            "{msg}"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ok = write(
+        tmp.path(),
+        &GOOD_ENTRY.replace("timeout: 300", "timeout: 86400"),
+    );
+    assert_eq!(ModelYaml::load(&ok).unwrap().models[0].timeout, 86_400);
+}
+
+/// A log outside `{output_dir}` (which CI empties before each run) could be a file left by an
+/// earlier run and pass for this one.
+#[test]
+fn log_outside_output_dir_is_refused() {
+    for log in [
+        "run_scripts/train.log",
+        "/tmp/train.log",
+        "{output_dir}/../train.log",
+        "{output_dir}",
+        "{output_dir}/",
+        "{output_dir}/a/../../b.log",
+        "x/{output_dir}/train.log",
+    ] {
+        let text = GOOD_ENTRY.replace(
+            "log: \"{output_dir}/dlllogger.json\"",
+            &format!("log: \"{log}\""),
+        );
+        let (msg, err) = parse_err(&text);
+        assert!(matches!(err, ModelYamlError::Entry { .. }), "{log}: {msg}");
+        assert!(
+            msg.contains(&format!(
+                "`log: {log}` must be a file inside {{output_dir}}"
+            )),
+            "{log}: {msg}"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write(
+        tmp.path(),
+        &GOOD_ENTRY.replace(
+            "{output_dir}/dlllogger.json",
+            "{output_dir}/./logs/run.json",
+        ),
+    );
+    assert!(ModelYaml::load(&path).is_ok());
+}
+
+/// `--step` counts only as a word of the command itself: not in a `#` comment (also right
+/// after an operator), not inside a quoted argument.
+#[test]
+fn step_in_a_shell_comment_does_not_count() {
+    use model_config::model_yaml::{shell_words, uses_step};
+    for command in [
+        "python run.py --epoch 1 # TODO --step 5",
+        "python run.py --epoch 1 #--step 5",
+        "python run.py --epoch 1;# --step=5",
+        "python run.py --epoch 1 && #\n# --steps 5\ntrue",
+        "python run.py --name 'fast --step 5'",
+        "python run.py --name \"--step\"5",
+    ] {
+        assert!(!uses_step(command), "{command}");
+        let (msg, err) = parse_err(&GOOD_ENTRY.replace(
+            "command: cd run_scripts && python run_demo.py --device {device} --step 10 --output_dir {output_dir}",
+            &format!("command: {}", serde_json::to_string(command).unwrap()),
+        ));
+        assert!(
+            matches!(err, ModelYamlError::Entry { .. }),
+            "{command}: {msg}"
+        );
+        assert!(msg.contains("must pass --step"), "{command}: {msg}");
+    }
+    for command in [
+        "python run.py --step 5 # short run",
+        "python run.py a#b --step=5",
+        "python run.py '--step' 5",
+        "cd x && python run.py --steps 5;echo done",
+        "python run.py \\\n  --step 5",
+    ] {
+        assert!(uses_step(command), "{command}");
+    }
+    assert_eq!(
+        shell_words("a 'b c'\"d\\\"\" e\\ f;g#h # i\nj").unwrap(),
+        ["a", "b cd\"", "e f", "g#h", "j"]
+    );
+    let (msg, _) = parse_err(&GOOD_ENTRY.replace("--step 10", "--step 10 'oops"));
+    assert!(
+        msg.contains("not a valid sh command line (unterminated single quote)"),
+        "{msg}"
+    );
+}

@@ -110,11 +110,19 @@ impl ArgSpec {
             .expect("embedded standard spec is valid (checked by tests)")
     }
 
-    /// Parse and check a spec; `origin` names it in errors.
+    /// Parse and check a spec; `origin` names it in errors. A model's spec is user YAML, so it
+    /// goes through model_config's depth guard like every other YAML the project reads.
     pub fn from_yaml(text: &str, origin: &str) -> Result<ArgSpec, SpecError> {
-        let spec: ArgSpec = serde_yaml::from_str(text).map_err(|source| SpecError::Yaml {
-            origin: origin.to_string(),
-            source,
+        use model_config::yaml::{self, YamlError};
+        let spec: ArgSpec = yaml::from_str(text).map_err(|e| match e {
+            YamlError::Parse(source) => SpecError::Yaml {
+                origin: origin.to_string(),
+                source,
+            },
+            too_deep => SpecError::Invalid {
+                origin: format!("{origin}:{}", too_deep.line().unwrap_or(1)),
+                message: too_deep.to_string(),
+            },
         })?;
         spec.check(origin)?;
         Ok(spec)
@@ -278,5 +286,23 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("unknown field `typo`"), "{err}");
+    }
+
+    /// Issue #13: a spec nested 100,000 deep is refused by the depth guard (file, line,
+    /// limit), not after libyaml's quadratic scan.
+    #[test]
+    fn nesting_past_the_limit_is_refused() {
+        let n = 100_000;
+        let text = format!(
+            "args:\n  - {{name: a, type: int, help: {}{}}}\n",
+            "[".repeat(n),
+            "]".repeat(n)
+        );
+        let err = ArgSpec::from_yaml(&text, "m.yaml").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("argument spec m.yaml:2: collections nested more than 128 levels deep"),
+            "{err}"
+        );
     }
 }

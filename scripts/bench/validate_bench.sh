@@ -29,7 +29,7 @@ for i in range(n):
     w("run_scripts/formate_cmd.py", "\n")
     w("run_scripts/README.md", "model_name batch_size epoch step dataset_path lr device autocast nproc_per_node\n")
     if i % 2 == 0:
-        entries.append(f"  - name: model{i}\n    path: contrib/{cat}/Model{i}\n    framework: pytorch\n    category: {cat}\n    devices: [sdaa]\n    command: python run_scripts/run_model{i}.py --step 5\n    log: out.log\n    metrics: [train.loss]\n    timeout: 60\n")
+        entries.append(f"  - name: model{i}\n    path: contrib/{cat}/Model{i}\n    framework: pytorch\n    category: {cat}\n    devices: [sdaa]\n    command: python run_scripts/run_model{i}.py --step 5\n    log: \"{{output_dir}}/out.log\"\n    metrics: [train.loss]\n    timeout: 60\n")
 os.makedirs(os.path.join(root, "PyTorch", "model_config"))
 open(os.path.join(root, "PyTorch", "model_config", "model.yaml"), "w").write("models:\n" + "".join(entries))
 PY

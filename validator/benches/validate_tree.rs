@@ -49,7 +49,7 @@ fn build_tree(root: &Path, n: usize) {
         .unwrap();
         if i % 2 == 0 {
             yaml.push_str(&format!(
-                "  - name: model{i}\n    path: contrib/{cat}/Model{i}\n    framework: pytorch\n    category: {cat}\n    devices: [sdaa]\n    command: python run_scripts/run_model{i}.py --step 5\n    log: out.log\n    metrics: [train.loss]\n    timeout: 60\n"
+                "  - name: model{i}\n    path: contrib/{cat}/Model{i}\n    framework: pytorch\n    category: {cat}\n    devices: [sdaa]\n    command: python run_scripts/run_model{i}.py --step 5\n    log: \"{{output_dir}}/out.log\"\n    metrics: [train.loss]\n    timeout: 60\n"
             ));
         }
     }

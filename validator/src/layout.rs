@@ -209,7 +209,9 @@ impl ModelIndex {
 /// `None` when the file has no such entries.
 fn lenient_entries(path: &Path) -> Option<(Vec<String>, Vec<PathBuf>)> {
     let text = fs::read_to_string(path).ok()?;
-    let value: serde_yaml::Value = serde_yaml::from_str(&text).ok()?;
+    // Through model_config's depth guard: this runs right after the typed loader refused the
+    // file, which may be because it is nested too deep for serde_yaml to reject quickly.
+    let value: serde_yaml::Value = model_config::yaml::from_str(&text).ok()?;
     let list = match &value {
         serde_yaml::Value::Sequence(seq) => seq,
         serde_yaml::Value::Mapping(map) => map.get("models")?.as_sequence()?,

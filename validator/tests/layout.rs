@@ -258,7 +258,7 @@ fn rust_crate_rules() {
     assert_eq!(rules(&check(&d)), vec!["crate.run-binary"]);
 }
 
-const MODEL_YAML: &str = "models:\n  - name: demo\n    path: PyTorch/contrib/Classification/Demo\n    framework: pytorch\n    category: Classification\n    devices: [sdaa]\n    command: python run_scripts/run_demo.py --step 5\n    log: out.log\n    metrics: [train.loss]\n    timeout: 60\n";
+const MODEL_YAML: &str = "models:\n  - name: demo\n    path: PyTorch/contrib/Classification/Demo\n    framework: pytorch\n    category: Classification\n    devices: [sdaa]\n    command: python run_scripts/run_demo.py --step 5\n    log: \"{output_dir}/out.log\"\n    metrics: [train.loss]\n    timeout: 60\n";
 
 /// PyTorch/contrib/{Classification/Demo, Classification/Other, Face/FER/{inner}}, a model.yaml
 /// listing Demo, a symlink loop, a hidden directory with a model inside.
@@ -347,6 +347,22 @@ fn all_finds_every_model_dir_reports_loops_and_model_yaml_entries() {
         .unwrap();
         assert!(err.to_string().contains("given.yaml"), "{err}");
     }
+    // Nested past the YAML depth limit (issue #13): refused by the typed loader and by the
+    // lenient fallback alike, before libyaml's quadratic scan, with the line and the limit.
+    write(
+        &given,
+        format!("models: {}{}\n", "[".repeat(100_000), "]".repeat(100_000)),
+    );
+    let err = Validator::new(&Options {
+        model_yaml: Some(given.clone()),
+    })
+    .err()
+    .unwrap();
+    assert!(
+        err.to_string()
+            .contains("given.yaml:1: collections nested more than 128 levels deep"),
+        "{err}"
+    );
 }
 
 #[test]

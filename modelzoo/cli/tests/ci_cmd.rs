@@ -80,7 +80,7 @@ fn ci_reports_and_exit_codes() {
     assert!(stdout.contains("diverged log: "), "{stdout}");
     assert!(stdout.contains("train.loss = NaN"), "{stdout}");
     assert!(
-        stdout.contains("2 models checked, 1 passed, 1 failed"),
+        stdout.contains("2 models checked, 1 passed, 0 skipped, 1 failed"),
         "{stdout}"
     );
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -103,7 +103,7 @@ fn ci_reports_and_exit_codes() {
     ]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(
-        stdout.contains("1 models checked, 1 passed, 0 failed"),
+        stdout.contains("1 models checked, 1 passed, 0 skipped, 0 failed"),
         "{stdout}"
     );
 
@@ -191,5 +191,104 @@ fn ctrl_c_kills_the_running_command_group_and_exits_130() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         assert!(gone, "process {pid} survived Ctrl-C");
+    }
+}
+
+/// Issue #13, end to end: a skipped model is counted as skipped (table, JUnit, Markdown) and
+/// does not fail the exit code; model.yaml mistakes that used to panic (a timeout past the
+/// clock) or pass wrongly (a stale log outside `{output_dir}`, `--step` only in a comment)
+/// are refused with exit 2, naming the file, line and what to do.
+#[test]
+fn skips_are_counted_apart_and_bad_entries_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    zoo_with(root, &[("good", "good", 60), ("sdaa_only", "good", 60)]);
+    let yaml = root.join("model_config/model.yaml");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let (head, tail) = text.split_at(text.find("  - name: sdaa_only").unwrap());
+    std::fs::write(
+        &yaml,
+        format!(
+            "{head}{}",
+            tail.replace("devices: [cpu]", "devices: [sdaa]")
+        ),
+    )
+    .unwrap();
+    let (junit, md, work) = (root.join("ci.xml"), root.join("ci.md"), root.join("work"));
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        yaml.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--md",
+        md.to_str().unwrap(),
+        "--work-dir",
+        work.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("2 models checked, 1 passed, 1 skipped, 0 failed"),
+        "{stdout}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("tests=\"2\" failures=\"0\" skipped=\"1\""),
+        "{xml}"
+    );
+    let summary = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        summary.contains("1 passed, 1 skipped, 0 failed.")
+            && summary.contains("- sdaa_only: device `cpu` not in its devices (sdaa)"),
+        "{summary}"
+    );
+
+    // A stale, good-looking log where a `log:` outside {output_dir} points.
+    std::fs::write(
+        root.join("NLP/good/train.log"),
+        "TCAPPDLL 2025-05-15 14:20:10.930380 - Epoch: 0 Iteration: 0  rank : 0  train.loss : 0.5  train.ips : 10.0 imgs/s\n",
+    )
+    .unwrap();
+    let good = text
+        .split_at(text.find("  - name: sdaa_only").unwrap())
+        .0
+        .to_string();
+    for (from, to, needle) in [
+        (
+            "timeout: 60",
+            "timeout: 18446744073709551615",
+            "`timeout: 18446744073709551615` is more than the limit of 86400 seconds",
+        ),
+        ("sh train.sh good", "sh train.sh nolog", ""),
+        (
+            // Quoted, so the `#` is the shell's comment, not YAML's.
+            "command: sh train.sh good --step 4 --output_dir {output_dir}",
+            "command: \"sh train.sh good --output_dir {output_dir} # --step 4\"",
+            "must pass --step",
+        ),
+    ] {
+        let mut entry = good.replace(from, to);
+        let needle = if needle.is_empty() {
+            // The command writes no log; the entry's log is the stale file.
+            entry = entry.replace("\"{output_dir}/train.log\"", "train.log");
+            "`log: train.log` must be a file inside {output_dir}"
+        } else {
+            needle
+        };
+        std::fs::write(&yaml, &entry).unwrap();
+        let (code, stdout, stderr) = modelzoo(&[
+            "ci",
+            "--model-yaml",
+            yaml.to_str().unwrap(),
+            "--work-dir",
+            work.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{to}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("model.yaml:2: model `good`: "),
+            "{to}: {stderr}"
+        );
+        assert!(stderr.contains(needle), "{to}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{to}: {stderr}");
     }
 }
