@@ -4,4 +4,5 @@
 
 pub mod compare;
 pub mod layout;
+pub mod losspy;
 pub mod report;
