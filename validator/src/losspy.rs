@@ -145,12 +145,14 @@ impl Scan {
             self.in_long_capture = false;
         }
         let lim = (limit - base) as usize;
-        while let Some(c) = self.re.captures_at(win, at) {
-            let m = c.get(0).expect("group 0");
+        while let Some(m) = self.re.find_at(win, at) {
             if m.start() >= lim {
                 break;
             }
-            let cap = c.get(1).expect("group 1").as_bytes();
+            // Both patterns end in a space and then the group, which holds no space: the
+            // capture is what follows the match's last space (no slower capture search).
+            let whole = m.as_bytes();
+            let cap = &whole[whole.iter().rposition(|&c| c == b' ').map_or(0, |i| i + 1)..];
             if m.end() == win.len() && !eof {
                 // The number may run on past the window: more than MAX_CAPTURE characters.
                 self.push(cap, false);
