@@ -90,7 +90,7 @@ pub struct ReadStats {
     /// Lines that were not log lines: banners, warnings, other tools' output, blank lines.
     pub skipped: u64,
     /// Lines that looked like a log line of a known format but could not be parsed, and
-    /// lines longer than the line limit.
+    /// lines longer than the line limit whose text after their last `\r` is still too long.
     pub malformed: u64,
     /// Bytes read.
     pub bytes: u64,
@@ -100,6 +100,13 @@ pub struct ReadStats {
     pub metadata: u64,
     /// Records per format.
     pub formats: FormatCounts,
+    /// Lines longer than the line limit. tqdm redraws its progress bar with `\r` on one
+    /// physical line, so a record can follow megabytes of progress: such a line is read from
+    /// the text after its last `\r` (and counted by what that text is), or, when that text is
+    /// itself over the limit, counted `malformed` and in `overlong_unread`.
+    pub overlong: u64,
+    /// Lines of `overlong` of which nothing could be read.
+    pub overlong_unread: u64,
 }
 
 /// Errors opening or reading a log; each names the file.
@@ -129,7 +136,8 @@ const EMPTY: Record = Record {
     metrics: Vec::new(),
 };
 
-/// Lines longer than this are counted malformed and passed over without being held whole.
+/// Lines longer than this are not held whole: only their text after the last `\r` is read
+/// (see [`ReadStats::overlong`]).
 pub const DEFAULT_MAX_LINE: usize = 1 << 20;
 
 /// METADATA entries kept at most (a log declares a handful; the cap bounds memory).
@@ -138,14 +146,13 @@ const MAX_METADATA: usize = 4096;
 /// Reads records from any `BufRead`, one line at a time.
 ///
 /// Memory stays bounded whatever the input: one line buffer of at most the line limit
-/// ([`DEFAULT_MAX_LINE`]), the records of one line, and the METADATA table. An I/O error ends
+/// ([`DEFAULT_MAX_LINE`]; of a longer line, only the text since its latest `\r` is held, up
+/// to the limit), the records of one line, and the METADATA table. An I/O error ends
 /// the iteration; check [`LogReader::error`] afterwards (or use [`LogReader::try_next`]).
 pub struct LogReader<R: BufRead> {
     inner: R,
     path: PathBuf,
-    line: Vec<u8>,
-    overlong: bool,
-    max_line: usize,
+    line: LineBuf,
     pending: Vec<(LogFormat, Record)>,
     /// Index of the next record of `pending` to hand out.
     next_pending: usize,
@@ -171,9 +178,7 @@ impl<R: BufRead> LogReader<R> {
         LogReader {
             inner,
             path: PathBuf::from("<stream>"),
-            line: Vec::new(),
-            overlong: false,
-            max_line: DEFAULT_MAX_LINE,
+            line: LineBuf::new(DEFAULT_MAX_LINE),
             pending: Vec::new(),
             next_pending: 0,
             stats: ReadStats::default(),
@@ -183,9 +188,10 @@ impl<R: BufRead> LogReader<R> {
         }
     }
 
-    /// Sets the line limit (bytes); longer lines are malformed.
+    /// Sets the line limit (bytes); of a longer line only the text after its last `\r` is
+    /// read, and the line is malformed when that is still longer.
     pub fn with_max_line(mut self, max: usize) -> Self {
-        self.max_line = max.max(1);
+        self.line = LineBuf::new(max.max(1));
         self
     }
 
@@ -243,8 +249,6 @@ impl<R: BufRead> LogReader<R> {
         let Self {
             inner,
             line,
-            overlong,
-            max_line,
             pending,
             stats,
             metadata,
@@ -264,34 +268,29 @@ impl<R: BufRead> LogReader<R> {
             };
             if buf.is_empty() {
                 *done = true;
-                if !line.is_empty() || *overlong {
-                    finish_line(line, overlong, pending, stats, metadata);
+                if line.started() {
+                    finish_line(line, pending, stats, metadata);
                 }
                 return;
             }
             match memchr::memchr(b'\n', buf) {
-                Some(pos) if line.is_empty() && !*overlong => {
+                Some(pos) if !line.started() && pos <= line.max => {
                     // Fast path: the whole line is in the reader's buffer.
-                    if pos > *max_line {
-                        stats.lines += 1;
-                        stats.malformed += 1;
-                    } else {
-                        process(&buf[..pos], pending, stats, metadata);
-                    }
+                    process(&buf[..pos], pending, stats, metadata);
                     stats.bytes += pos as u64 + 1;
                     inner.consume(pos + 1);
                     return;
                 }
                 Some(pos) => {
-                    append_capped(line, overlong, *max_line, &buf[..pos]);
+                    line.push(&buf[..pos]);
                     stats.bytes += pos as u64 + 1;
                     inner.consume(pos + 1);
-                    finish_line(line, overlong, pending, stats, metadata);
+                    finish_line(line, pending, stats, metadata);
                     return;
                 }
                 None => {
                     let n = buf.len();
-                    append_capped(line, overlong, *max_line, buf);
+                    line.push(buf);
                     stats.bytes += n as u64;
                     inner.consume(n);
                 }
@@ -300,34 +299,152 @@ impl<R: BufRead> LogReader<R> {
     }
 }
 
-fn append_capped(line: &mut Vec<u8>, overlong: &mut bool, max: usize, part: &[u8]) {
-    if *overlong {
-        return;
+/// One physical line being assembled from buffer fills, in at most `max` bytes.
+///
+/// While the line fits, it is kept whole. Once it would exceed `max` it is `long`: from then
+/// on only the current `\r`-separated segment is kept (tqdm redraws a progress bar with `\r`,
+/// and the last segment holds what was printed after it), unless that segment itself exceeds
+/// `max` (`seg_overlong`: its bytes are dropped until the next `\r`). A `\r` that ends the
+/// bytes seen so far may be a CRLF's: the segment before it is kept until a byte other than
+/// `\n` follows (`cr_pending`).
+struct LineBuf {
+    bytes: Vec<u8>,
+    max: usize,
+    long: bool,
+    seg_overlong: bool,
+    cr_pending: bool,
+}
+
+/// What the finished line leaves to parse.
+enum LineEnd<'a> {
+    /// The line, whole.
+    Whole(&'a [u8]),
+    /// A line over the limit: its text after the last `\r`.
+    Tail(&'a [u8]),
+    /// A line over the limit whose last segment is over the limit too.
+    Unread,
+}
+
+impl LineBuf {
+    fn new(max: usize) -> Self {
+        LineBuf {
+            bytes: Vec::new(),
+            max,
+            long: false,
+            seg_overlong: false,
+            cr_pending: false,
+        }
     }
-    if line.len() + part.len() > max {
-        *overlong = true;
-        line.clear();
-        line.shrink_to(64 * 1024);
-    } else {
-        line.extend_from_slice(part);
+
+    /// Whether part of a line has been read.
+    fn started(&self) -> bool {
+        !self.bytes.is_empty() || self.long
+    }
+
+    /// Appends `part` (no `\n` in it).
+    fn push(&mut self, part: &[u8]) {
+        if !self.long {
+            if self.bytes.len() + part.len() <= self.max {
+                self.bytes.extend_from_slice(part);
+                return;
+            }
+            // Over the limit: from now on keep only the current segment, starting with the
+            // segment the kept bytes end in.
+            self.long = true;
+            let ends_cr = self.bytes.last() == Some(&b'\r');
+            while self.bytes.last() == Some(&b'\r') {
+                self.bytes.pop();
+            }
+            if let Some(r) = memchr::memrchr(b'\r', &self.bytes) {
+                self.bytes.drain(..=r);
+            }
+            self.cr_pending = ends_cr;
+        }
+        self.push_segmented(part);
+    }
+
+    fn push_segmented(&mut self, part: &[u8]) {
+        let body_len = part.iter().rposition(|&c| c != b'\r').map_or(0, |i| i + 1);
+        if body_len == 0 {
+            // Only `\r`s: whether they end the line (CRLF) or start a segment, the next byte says.
+            self.cr_pending |= !part.is_empty();
+            return;
+        }
+        if self.cr_pending {
+            // The `\r` was not a CRLF's: a new segment starts after it.
+            self.new_segment();
+        }
+        let body = &part[..body_len];
+        match memchr::memrchr(b'\r', body) {
+            Some(r) => {
+                self.new_segment();
+                self.append(&body[r + 1..]);
+            }
+            None => self.append(body),
+        }
+        self.cr_pending = body_len < part.len();
+    }
+
+    fn new_segment(&mut self) {
+        self.bytes.clear();
+        self.seg_overlong = false;
+        self.cr_pending = false;
+    }
+
+    fn append(&mut self, b: &[u8]) {
+        if self.seg_overlong {
+            return;
+        }
+        if self.bytes.len() + b.len() > self.max {
+            self.seg_overlong = true;
+            self.bytes.clear();
+            self.bytes.shrink_to(64 * 1024);
+        } else {
+            self.bytes.extend_from_slice(b);
+        }
+    }
+
+    fn end(&self) -> LineEnd<'_> {
+        if !self.long {
+            LineEnd::Whole(&self.bytes)
+        } else if self.seg_overlong {
+            LineEnd::Unread
+        } else {
+            LineEnd::Tail(&self.bytes)
+        }
+    }
+
+    fn reset(&mut self) {
+        self.bytes.clear();
+        if self.long {
+            self.bytes.shrink_to(64 * 1024);
+        }
+        self.long = false;
+        self.seg_overlong = false;
+        self.cr_pending = false;
     }
 }
 
 fn finish_line(
-    line: &mut Vec<u8>,
-    overlong: &mut bool,
+    line: &mut LineBuf,
     pending: &mut Vec<(LogFormat, Record)>,
     stats: &mut ReadStats,
     metadata: &mut BTreeMap<String, Metadata>,
 ) {
-    if *overlong {
-        stats.lines += 1;
-        stats.malformed += 1;
-    } else {
-        process(line, pending, stats, metadata);
+    match line.end() {
+        LineEnd::Whole(l) => process(l, pending, stats, metadata),
+        LineEnd::Tail(t) => {
+            stats.overlong += 1;
+            process(t, pending, stats, metadata);
+        }
+        LineEnd::Unread => {
+            stats.overlong += 1;
+            stats.overlong_unread += 1;
+            stats.lines += 1;
+            stats.malformed += 1;
+        }
     }
-    line.clear();
-    *overlong = false;
+    line.reset();
 }
 
 fn process(

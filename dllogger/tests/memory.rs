@@ -1,5 +1,6 @@
 //! Memory stays independent of input size: 1 GiB streamed through the reader (generated on
-//! the fly, never on disk), including a 256 MiB line without a newline. Alone in its file so
+//! the fly, never on disk), including a 128 MiB line of tqdm progress redrawn with `\r` before
+//! a record and a 256 MiB line without a newline. Alone in its file so
 //! the process's peak RSS belongs to this test.
 
 use std::io::{BufReader, Read};
@@ -38,7 +39,17 @@ fn gigabyte_stream_in_bounded_memory() {
     let before = peak_rss_kib();
     let lines = b"TCAPPDLL 2025-05-15 14:20:10.930385 - Epoch: 0 Iteration: 0  rank : 0  train.loss : 0.5300281643867493  train.ips : 10415.778984944902 imgs/sTCAPPDLL 2025-05-15 14:20:10.930387 - Epoch: 0 Iteration: 0  rank : 3  train.loss : 0.6068281531333923  train.ips : 10400.443858969391 imgs/s\nW0515 14:20:08.430000 140114268497728 torch/distributed/run.py:779] ****\n".to_vec();
     let per = lines.len() as u64;
-    let n_lines = (768u64 << 20) / per;
+    let n_lines = (640u64 << 20) / per;
+    let progress =
+        b"\r 42%|####################          | 4200/10000 [01:02<01:26, 67.3it/s]".to_vec();
+    let tqdm = Repeat {
+        left: (128u64 << 20) / progress.len() as u64 * progress.len() as u64,
+        pattern: progress,
+        pos: 0,
+    };
+    let tqdm_len = tqdm.left;
+    let after_bar: &[u8] =
+        b"\rTCAPPDLL 2025-05-15 14:20:11.0 - Epoch: 1 Iteration: 0  rank : 0  train.loss : 0.25\n";
     let long = Repeat {
         pattern: b"no newline here ".to_vec(),
         pos: 0,
@@ -49,7 +60,7 @@ fn gigabyte_stream_in_bounded_memory() {
         pos: 0,
         left: n_lines * per,
     };
-    let input = head.chain(long);
+    let input = head.chain(tqdm).chain(after_bar).chain(long);
     let mut r = dllogger::LogReader::new(BufReader::with_capacity(64 * 1024, input));
     let mut n = 0u64;
     for rec in r.by_ref() {
@@ -57,13 +68,21 @@ fn gigabyte_stream_in_bounded_memory() {
         n += 1;
     }
     let s = r.stats().clone();
-    assert_eq!(n, n_lines * 2);
-    assert_eq!(s.lines, n_lines * 2 + 1);
+    assert_eq!(
+        n,
+        n_lines * 2 + 1,
+        "the record after the progress bar is read"
+    );
+    assert_eq!(s.lines, n_lines * 2 + 2);
     assert_eq!(
         s.malformed, 1,
         "the 256 MiB line is malformed, not buffered"
     );
-    assert_eq!(s.bytes, n_lines * per + (256 << 20));
+    assert_eq!((s.overlong, s.overlong_unread), (2, 1));
+    assert_eq!(
+        s.bytes,
+        n_lines * per + tqdm_len + after_bar.len() as u64 + (256 << 20)
+    );
     if let (Some(b), Some(a)) = (before, peak_rss_kib()) {
         assert!(
             a.saturating_sub(b) < 32 * 1024,

@@ -349,7 +349,86 @@ fn overlong_lines_are_malformed_not_buffered() {
     assert_eq!(losses, [1.0, 2.0]);
     let s = r.stats();
     assert_eq!((s.lines, s.malformed, s.records), (4, 2, 2));
+    assert_eq!((s.overlong, s.overlong_unread), (2, 2));
     assert_eq!(s.bytes, data.len() as u64);
+}
+
+/// tqdm redraws its bar with `\r` on one physical line: a record printed after megabytes of
+/// progress is read from the text after the last `\r`, in bounded memory, whatever the
+/// buffer boundaries; the long lines are counted.
+#[test]
+fn overlong_lines_are_read_after_their_last_cr() {
+    let record = |it: u64| {
+        format!("TCAPPDLL 2025-05-15 14:20:10.9 - Epoch: 0 Iteration: {it}  rank : 0  train.loss : {}.5", it)
+    };
+    let progress = |n: usize| -> Vec<u8> {
+        let mut p = Vec::new();
+        for i in 0..n {
+            p.extend_from_slice(
+                format!(
+                    "\r{:3}%|{}| {i}/100 [00:01<00:01, 44.1it/s]",
+                    i % 100,
+                    "#".repeat(i % 40)
+                )
+                .as_bytes(),
+            );
+        }
+        p
+    };
+    let mut data = Vec::new();
+    // 1: progress then the record, the record right after the last `\r`.
+    data.extend(progress(400));
+    data.extend_from_slice(b"\r");
+    data.extend_from_slice(record(1).as_bytes());
+    data.push(b'\n');
+    // 2: the same with CRLF line ends: the `\r` before `\n` is not a segment start.
+    data.extend(progress(400));
+    data.extend_from_slice(b"\r");
+    data.extend_from_slice(record(2).as_bytes());
+    data.extend_from_slice(b"\r\n");
+    // 3: the record printed over the bar (no `\r` between them).
+    data.extend(progress(400));
+    data.extend_from_slice(record(3).as_bytes());
+    data.push(b'\n');
+    // 4: the last segment itself over the limit: unread, malformed.
+    data.extend(progress(50));
+    data.extend_from_slice(b"\r");
+    data.extend(std::iter::repeat_n(b'z', 3000));
+    data.extend_from_slice(record(4).as_bytes());
+    data.push(b'\n');
+    // 5: a short line is read whole, as before.
+    data.extend_from_slice(record(5).as_bytes());
+    data.push(b'\n');
+    // 6: an overlong last line without `\n`, ending in CRs.
+    data.extend(progress(400));
+    data.extend_from_slice(b"\r");
+    data.extend_from_slice(record(6).as_bytes());
+    data.extend_from_slice(b"\r\r");
+    for cap in [7usize, 64, 1000, 4096, 1 << 16] {
+        let mut r = LogReader::new(std::io::BufReader::with_capacity(
+            cap,
+            Cursor::new(data.clone()),
+        ))
+        .with_max_line(2000);
+        let its: Vec<(u64, f64)> = r
+            .by_ref()
+            .map(|r| (r.iteration.unwrap(), r.get("train.loss").unwrap()))
+            .collect();
+        assert_eq!(
+            its,
+            [(1, 1.5), (2, 2.5), (3, 3.5), (5, 5.5), (6, 6.5)],
+            "buffer {cap}"
+        );
+        let s = r.stats();
+        check_invariant(s);
+        assert_eq!(
+            (s.lines, s.overlong, s.overlong_unread),
+            (6, 5, 1),
+            "buffer {cap}: {s:?}"
+        );
+        assert_eq!((s.record_lines, s.malformed), (5, 1), "buffer {cap}: {s:?}");
+        assert_eq!(s.bytes, data.len() as u64);
+    }
 }
 
 #[test]

@@ -5,12 +5,20 @@
 //! of every `val.*` metric. Steps are paired by (epoch, iteration) — the n-th occurrence of a
 //! key in one log with the n-th in the other — or by position (`Align::Order`); steps present
 //! in only one log are counted and listed as ranges.
+//!
+//! A comparison cannot pass a broken run: a candidate that covers fewer of the baseline's
+//! steps fails unless partial runs are allowed ([`Options::allow_partial`]); a zero final value
+//! is judged by an absolute rule ([`ZERO_FINAL_ABS_TOL`]) rather than a NaN relative error;
+//! comparing a file with itself is flagged; and under `modelzoo-loss` the output says when
+//! loss.py's own extraction would read the logs differently ([`crate::losspy`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use crate::losspy;
 
 /// How steps of the two logs are paired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -47,6 +55,13 @@ impl Rule {
 pub const MODELZOO_LOSS_MEAN_REL: f64 = 0.05;
 pub const MODELZOO_LOSS_MEAN_DIFF: f64 = 0.0002;
 
+/// rel1 when the baseline's final value is exactly 0: the relative error is undefined (0/0 or
+/// x/0), so the rule passes when |candidate final − baseline final| ≤ this absolute tolerance.
+/// A loss or metric that ends at exactly 0 is at most float32 rounding away from 0 on another
+/// device (~1e-7 relative to the values it sums); 1e-6 allows that and nothing a user would
+/// see in a printed figure.
+pub const ZERO_FINAL_ABS_TOL: f64 = 1e-6;
+
 /// What to compare and how.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -56,6 +71,9 @@ pub struct Options {
     /// The final value is the mean of the last `tail` paired steps.
     pub tail: usize,
     pub rule: Rule,
+    /// Judge a candidate that covers only part of the baseline's steps (a run stopped early)
+    /// on the steps it has. Off by default: such a candidate fails.
+    pub allow_partial: bool,
 }
 
 impl Default for Options {
@@ -66,6 +84,7 @@ impl Default for Options {
             align: Align::Key,
             tail: 10,
             rule: Rule::Rel1 { threshold: 0.01 },
+            allow_partial: false,
         }
     }
 }
@@ -161,6 +180,13 @@ pub struct Series {
     pub records: u64,
     pub malformed: u64,
     pub bytes: u64,
+    /// Lines over the reader's 1 MiB line limit (read from the text after their last `\r`).
+    pub overlong_lines: u64,
+    /// Of those, lines whose text after the last `\r` was still over the limit: not read.
+    pub overlong_unread: u64,
+    /// What loss.py would read from this log (only under the modelzoo-loss rule).
+    #[serde(skip)]
+    pub losspy: Option<losspy::Extraction>,
 }
 
 /// Inputs `compare` cannot use (exit 2), each saying which file and what to do.
@@ -260,9 +286,19 @@ pub fn read_series(
         records: stats.records,
         malformed: stats.malformed,
         bytes: stats.bytes,
+        overlong_lines: stats.overlong,
+        overlong_unread: stats.overlong_unread,
+        losspy: None,
     };
     if series.points.is_empty() {
-        let seen = if series.records == 0 {
+        let seen = if series.records == 0 && series.overlong_unread > 0 {
+            format!(
+                "no metric records in {} lines: {} of them are longer than the {} MiB line limit, even their text after the last `\\r`, and were not read",
+                series.lines,
+                series.overlong_unread,
+                dllogger::DEFAULT_MAX_LINE >> 20
+            )
+        } else if series.records == 0 {
             format!(
                 "no metric records in {} lines — is this a training log?",
                 series.lines
@@ -289,15 +325,35 @@ pub fn read_series(
     Ok(series)
 }
 
-/// Read both logs in parallel (one thread each) and compare them.
+/// Read both logs in parallel (one thread each) and compare them. Under the modelzoo-loss
+/// rule each log is also read the way loss.py reads it (another thread each).
 pub fn compare_files(
     baseline: &Path,
     candidate: &Path,
     options: &Options,
 ) -> Result<Comparison, CompareError> {
+    let with_losspy = options.rule == Rule::ModelzooLoss;
+    let read = |path: &Path, role: &'static str| -> Result<Series, CompareError> {
+        let (series, extraction) = std::thread::scope(|s| {
+            let e = with_losspy.then(|| s.spawn(|| losspy::extract(path)));
+            let series = read_series(path, role, &options.metric, options.rank);
+            let e = e.map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked")))
+            });
+            (series, e)
+        });
+        let mut series = series?;
+        series.losspy = extraction.transpose().map_err(|e| CompareError::Read {
+            role,
+            path: path.to_path_buf(),
+            message: format!("reading it as loss.py does: {e}"),
+        })?;
+        Ok(series)
+    };
     let (b, c) = std::thread::scope(|s| {
-        let b = s.spawn(|| read_series(baseline, "baseline", &options.metric, options.rank));
-        let c = read_series(candidate, "candidate", &options.metric, options.rank);
+        let b = s.spawn(|| read(baseline, "baseline"));
+        let c = read(candidate, "candidate");
         let b = b.join().unwrap_or_else(|_| {
             Err(CompareError::Read {
                 role: "baseline",
@@ -308,6 +364,16 @@ pub fn compare_files(
         (b, c)
     });
     compare(b?, c?, options)
+}
+
+/// Whether two paths name the same file (the same device and inode: hard links, symlinks and
+/// `a/../b` spellings included).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 /// A baseline and a candidate value at the same step.
@@ -376,12 +442,19 @@ pub struct Figures {
     /// Steps where either value is NaN or infinite (a diverged run): they poison the means,
     /// so any such step makes both rules fail.
     pub non_finite_steps: usize,
+    /// Values of the metric in the baseline: the steps a complete candidate covers.
+    pub baseline_steps: usize,
+    /// steps_compared / baseline_steps: how much of the baseline run the candidate covers.
+    pub coverage: f64,
     /// Steps averaged for the final value.
     pub tail: usize,
     pub final_baseline: f64,
     pub final_candidate: f64,
-    /// (final_candidate − final_baseline) / |final_baseline|.
+    /// (final_candidate − final_baseline) / |final_baseline|; NaN (null in JSON) when the
+    /// baseline's final value is 0.
     pub final_rel_err: f64,
+    /// final_candidate − final_baseline.
+    pub final_abs_err: f64,
 }
 
 /// Last-value comparison of an eval metric present in both logs.
@@ -398,8 +471,21 @@ pub struct EvalFigure {
 pub struct Verdict {
     pub rule: Rule,
     pub pass: bool,
+    /// What the rule alone says, before the coverage check.
+    pub rule_pass: bool,
     pub reason: String,
     pub warnings: Vec<String>,
+}
+
+/// What loss.py would conclude (modelzoo-loss rule only).
+#[derive(Debug, Clone, Serialize)]
+pub struct LossPyCheck {
+    #[serde(flatten)]
+    pub outcome: losspy::Outcome,
+    /// loss.py would read exactly the values this comparison's rule used.
+    pub same_values: bool,
+    /// How loss.py's extraction or verdict differs, in words (also among the warnings).
+    pub note: Option<String>,
 }
 
 /// Everything `compare` found.
@@ -408,6 +494,10 @@ pub struct Comparison {
     pub metric: String,
     pub rank: u32,
     pub align: Align,
+    /// Whether a candidate covering part of the baseline is judged on its steps.
+    pub allow_partial: bool,
+    /// Baseline and candidate are the same file.
+    pub same_file: bool,
     pub baseline: Series,
     pub candidate: Series,
     #[serde(skip)]
@@ -419,6 +509,8 @@ pub struct Comparison {
     pub figures: Figures,
     pub eval: Vec<EvalFigure>,
     pub verdict: Verdict,
+    /// loss.py's own reading of the logs (modelzoo-loss rule only).
+    pub losspy: Option<LossPyCheck>,
 }
 
 /// Pair two series, compute the figures and apply the rule.
@@ -428,6 +520,38 @@ pub fn compare(
     options: &Options,
 ) -> Result<Comparison, CompareError> {
     let mut warnings = Vec::new();
+    let same_file = same_file(&baseline.path, &candidate.path);
+    if same_file {
+        warnings.push(format!(
+            "baseline and candidate are the same file ({}): this compares a log with itself",
+            if baseline.path == candidate.path {
+                baseline.path.display().to_string()
+            } else {
+                format!(
+                    "{} and {}",
+                    baseline.path.display(),
+                    candidate.path.display()
+                )
+            }
+        ));
+    }
+    for (role, s) in [("baseline", &baseline), ("candidate", &candidate)] {
+        if s.overlong_lines > 0 {
+            warnings.push(format!(
+                "{} line(s) of the {role} are longer than the {} MiB line limit (progress bars redrawn with `\\r`?): they were read from the text after their last `\\r`{}",
+                s.overlong_lines,
+                dllogger::DEFAULT_MAX_LINE >> 20,
+                if s.overlong_unread > 0 {
+                    format!(
+                        "; {} of them were still too long and were not read",
+                        s.overlong_unread
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
     // loss.py pairs by position after cutting to the shorter series.
     let align = match options.rule {
         Rule::ModelzooLoss => {
@@ -462,7 +586,7 @@ pub fn compare(
             candidate_first: first(&candidate),
         });
     }
-    let figures = figures(&pairs, options.tail.max(1));
+    let figures = figures(&pairs, baseline.values, options.tail.max(1));
     let eval: Vec<EvalFigure> = baseline
         .eval_last
         .iter()
@@ -500,7 +624,30 @@ pub fn compare(
             figures.non_finite_steps
         ));
     }
-    let verdict = verdict(options.rule, &figures, warnings);
+    if !same_file
+        && only_b.is_empty()
+        && only_c.is_empty()
+        && pairs
+            .iter()
+            .all(|p| p.baseline.to_bits() == p.candidate.to_bits())
+    {
+        warnings.push(
+            "every value is identical in the two logs: is the candidate a copy of the baseline?"
+                .to_string(),
+        );
+    }
+    let mut verdict = verdict(options.rule, &figures, warnings);
+    gate_coverage(&mut verdict, &figures, options.allow_partial);
+    let losspy = match (&baseline.losspy, &candidate.losspy, options.rule) {
+        (Some(b), Some(c), Rule::ModelzooLoss) => {
+            let check = losspy_check(&baseline, &candidate, b, c, &verdict, options);
+            if let Some(note) = &check.note {
+                verdict.warnings.push(note.clone());
+            }
+            Some(check)
+        }
+        _ => None,
+    };
     // Release the raw series: the pairs hold what the report needs.
     baseline.points = Vec::new();
     candidate.points = Vec::new();
@@ -508,6 +655,8 @@ pub fn compare(
         metric: options.metric.clone(),
         rank: options.rank,
         align,
+        allow_partial: options.allow_partial,
+        same_file,
         baseline,
         candidate,
         only_in_baseline: only_b.len(),
@@ -518,7 +667,157 @@ pub fn compare(
         figures,
         eval,
         verdict,
+        losspy,
     })
+}
+
+/// A candidate that covers fewer steps than the baseline has stopped early (or logs less
+/// often): it fails unless partial runs are allowed, and then it is warned about.
+fn gate_coverage(v: &mut Verdict, f: &Figures, allow_partial: bool) {
+    if f.steps_compared >= f.baseline_steps {
+        return;
+    }
+    let covered = format!(
+        "the candidate covers {} of the baseline's {} steps ({})",
+        f.steps_compared,
+        f.baseline_steps,
+        coverage_pct(f.coverage)
+    );
+    if allow_partial {
+        v.warnings.push(format!(
+            "{covered}; --allow-partial: the verdict judges those steps only"
+        ));
+    } else {
+        v.reason = format!(
+            "{covered}: a run that stopped early does not pass — complete it, or give --allow-partial to judge the steps it has (the rule on those steps: {}: {})",
+            if v.pass { "PASS" } else { "FAIL" },
+            v.reason
+        );
+        v.pass = false;
+    }
+}
+
+/// A coverage fraction in percent, rounded down so that anything short of all steps never
+/// reads 100%.
+pub fn coverage_pct(x: f64) -> String {
+    format!("{:.2}%", (x * 10_000.0).floor() / 100.0)
+}
+
+/// Compare loss.py's reading of the logs with what this comparison's rule used, and say how
+/// they differ.
+fn losspy_check(
+    baseline: &Series,
+    candidate: &Series,
+    b: &losspy::Extraction,
+    c: &losspy::Extraction,
+    verdict: &Verdict,
+    options: &Options,
+) -> LossPyCheck {
+    let outcome = losspy::outcome(b, c);
+    let same_bits = |x: f64, y: f64| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
+    let mut parts: Vec<String> = Vec::new();
+    let unread: Vec<&str> = [("baseline", b), ("candidate", c)]
+        .iter()
+        .filter(|(_, e)| e.pattern == losspy::Pattern::None)
+        .map(|(role, _)| *role)
+        .collect();
+    if !unread.is_empty() {
+        parts.push(format!(
+            "loss.py's regex reads 0 values of the {} (neither `{}` nor its fallback `{}` matches anywhere in {})",
+            unread.join(" and 0 of the "),
+            losspy::PRIMARY,
+            losspy::FALLBACK,
+            if unread.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    let mut same_values = unread.is_empty();
+    for (role, series, e) in [("baseline", baseline, b), ("candidate", candidate, c)] {
+        let ours: Vec<f64> = series.points.iter().map(|p| p.value).collect();
+        let non_finite = ours.iter().filter(|v| !v.is_finite()).count();
+        if e.pattern == losspy::Pattern::None {
+            // Said above.
+        } else if e.len() != ours.len() {
+            same_values = false;
+            let mut why = Vec::new();
+            if e.pattern == losspy::Pattern::Fallback {
+                why.push(format!("from its fallback `{}`", losspy::FALLBACK));
+            }
+            if non_finite > 0 {
+                why.push(format!(
+                    "its pattern cannot read nan or inf: this comparison has {non_finite} such value(s)"
+                ));
+            }
+            parts.push(format!(
+                "loss.py's regex reads {} values of the {role} where this comparison reads {}{}",
+                e.len(),
+                ours.len(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", why.join("; "))
+                }
+            ));
+        } else if let Some(i) = (0..ours.len()).find(|&i| !same_bits(ours[i], e.values[i])) {
+            same_values = false;
+            let read = match &e.first_unparsable {
+                Some(u) if u.index == i => format!("captures `{}`", u.text),
+                _ => format!("reads {}", e.values[i]),
+            };
+            parts.push(format!(
+                "loss.py's regex {read} as the {role}'s value {} ({}) where this comparison reads {}",
+                i + 1,
+                series.points[i].key,
+                ours[i]
+            ));
+        }
+    }
+    let rule_alone = |pass: bool| if pass { "passes" } else { "fails" };
+    match (&outcome.unconverted, outcome.pass) {
+        (Some((role, u)), _) if u.too_long => parts.push(format!(
+            "loss.py's capture {} of the {role} is over {} characters long: its verdict is not reproduced",
+            u.index + 1,
+            losspy::MAX_CAPTURE
+        )),
+        (Some((role, u)), _) => parts.push(format!(
+            "loss.py itself would stop with a ValueError: float() rejects `{}`, the {role}'s value {} as its regex reads it",
+            u.text,
+            u.index + 1
+        )),
+        (None, _) if outcome.steps == 0 => {
+            parts.push("loss.py itself would fail (the mean of no values is NaN)".into())
+        }
+        (None, Some(pass)) if pass != verdict.pass || !parts.is_empty() => parts.push(format!(
+            "loss.py would compare {} steps and {}: mean((c-b)/b) = {:.6e}, mean(c-b) = {:.6e}{}",
+            outcome.steps,
+            if pass { "pass" } else { "fail" },
+            outcome.mean_rel,
+            outcome.mean_diff,
+            if pass != verdict.pass {
+                format!(
+                    " — this comparison {}, and its verdict stands",
+                    rule_alone(verdict.pass)
+                )
+            } else {
+                String::new()
+            }
+        )),
+        _ => {}
+    }
+    if !parts.is_empty() && (options.metric != "train.loss" || options.rank != 0) {
+        parts.insert(
+            0,
+            format!(
+                "loss.py reads rank 0's train.loss, whatever --metric ({}) and --rank ({}) say",
+                options.metric, options.rank
+            ),
+        );
+    }
+    let note = (!parts.is_empty()).then(|| parts.join("; "));
+    LossPyCheck {
+        outcome,
+        same_values,
+        note,
+    }
 }
 
 /// Position pairing: the first min(n, m) values of each.
@@ -607,8 +906,9 @@ fn ranges(unpaired: &[(usize, Key)]) -> Vec<KeyRange> {
     out
 }
 
-/// The figures over the paired steps; sums are sequential, as Python's `sum` does.
-pub fn figures(pairs: &[Pair], tail: usize) -> Figures {
+/// The figures over the paired steps (`baseline_steps`: values in the baseline); sums are
+/// sequential, as Python's `sum` does.
+pub fn figures(pairs: &[Pair], baseline_steps: usize, tail: usize) -> Figures {
     let n = pairs.len();
     let (mut sum_rel, mut sum_abs_rel, mut sum_diff, mut sum_abs) = (0.0, 0.0, 0.0, 0.0);
     let mut rel_n = 0usize;
@@ -663,10 +963,17 @@ pub fn figures(pairs: &[Pair], tail: usize) -> Figures {
             .iter()
             .filter(|p| !(p.baseline.is_finite() && p.candidate.is_finite()))
             .count(),
+        baseline_steps,
+        coverage: if baseline_steps == 0 {
+            1.0
+        } else {
+            (n as f64 / baseline_steps as f64).min(1.0)
+        },
         tail,
         final_baseline,
         final_candidate,
         final_rel_err: (final_candidate - final_baseline) / final_baseline.abs(),
+        final_abs_err: final_candidate - final_baseline,
     }
 }
 
@@ -680,6 +987,20 @@ pub fn verdict(rule: Rule, f: &Figures, mut warnings: Vec<String>) -> Verdict {
                 f.non_finite_steps
             ),
         ),
+        Rule::Rel1 { .. } if f.final_baseline == 0.0 => {
+            let d = f.final_abs_err.abs();
+            let pass = d <= ZERO_FINAL_ABS_TOL;
+            (
+                pass,
+                format!(
+                    "the baseline's final value is 0, so its relative error is undefined; absolute rule: |candidate final − baseline final| = {d:e} {} {ZERO_FINAL_ABS_TOL:e} (final value = mean of the last {} step(s): baseline {}, candidate {})",
+                    if pass { "≤" } else { ">" },
+                    f.tail,
+                    f.final_baseline,
+                    f.final_candidate
+                ),
+            )
+        }
         Rule::Rel1 { threshold } => {
             let e = f.final_rel_err.abs();
             // An error that is the threshold in decimal (76 vs 75.24 at 1%) passes despite
@@ -721,6 +1042,7 @@ pub fn verdict(rule: Rule, f: &Figures, mut warnings: Vec<String>) -> Verdict {
     Verdict {
         rule,
         pass,
+        rule_pass: pass,
         reason,
         warnings,
     }
@@ -801,7 +1123,7 @@ mod tests {
                 candidate: if i % 2 == 0 { 2.2 } else { 1.8 },
             })
             .collect();
-        let f = figures(&pairs, 10);
+        let f = figures(&pairs, 20, 10);
         assert!(f.mean_rel_err_signed.abs() < 1e-15);
         assert!((f.mean_rel_err_abs - 0.1).abs() < 1e-12);
         assert!((f.max_abs_err.value - 0.2).abs() < 1e-12);
@@ -809,12 +1131,12 @@ mod tests {
         // Signed means cancel: loss.py's rule passes a ±10% error, rel1 judges the tail mean.
         assert!(verdict(Rule::ModelzooLoss, &f, vec![]).pass);
         assert!(verdict(Rule::Rel1 { threshold: 0.01 }, &f, vec![]).pass);
-        let f1 = figures(&pairs[..19], 1);
+        let f1 = figures(&pairs[..19], 19, 1);
         assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f1, vec![]).pass);
         // A NaN early on (outside the tail) still fails both rules.
         let mut diverged = pairs.clone();
         diverged[3].candidate = f64::NAN;
-        let f2 = figures(&diverged, 10);
+        let f2 = figures(&diverged, 20, 10);
         assert_eq!(f2.non_finite_steps, 1);
         assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f2, vec![]).pass);
         assert!(!verdict(Rule::ModelzooLoss, &f2, vec![]).pass);

@@ -4,5 +4,6 @@
 
 pub mod compare;
 pub mod layout;
+pub mod losspy;
 mod markdown;
 pub mod report;

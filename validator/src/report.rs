@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::compare::{pct, CompareError, Comparison, Rule};
+use crate::compare::{coverage_pct, pct, CompareError, Comparison, Rule};
 
 /// Most points drawn per line; longer series are thinned by even striding (every point still
 /// counts in the figures — only the drawing is thinned).
@@ -297,6 +297,20 @@ pub fn figure_rows(cmp: &Comparison) -> Vec<(String, String)> {
             format!("{} / {}", cmp.only_in_baseline, cmp.only_in_candidate),
         ),
         (
+            "baseline steps covered by the candidate".to_string(),
+            format!(
+                "{} of {} ({}){}",
+                f.steps_compared.min(f.baseline_steps),
+                f.baseline_steps,
+                coverage_pct(f.coverage),
+                if f.steps_compared < f.baseline_steps && cmp.allow_partial {
+                    ", partial run allowed"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        (
             format!(
                 "final value (mean of last {} steps) baseline / candidate",
                 f.tail
@@ -305,7 +319,14 @@ pub fn figure_rows(cmp: &Comparison) -> Vec<(String, String)> {
         ),
         (
             "relative error of the final value".to_string(),
-            pct(f.final_rel_err),
+            if f.final_baseline == 0.0 {
+                format!(
+                    "undefined (baseline final value is 0; absolute error {:e})",
+                    f.final_abs_err
+                )
+            } else {
+                pct(f.final_rel_err)
+            },
         ),
         (
             "mean relative error (signed)".to_string(),

@@ -119,6 +119,7 @@ fn report_dir_and_json() {
     let b = log(t.path(), "cuda.log", 300, 1.0);
     let c = log(t.path(), "sdaa.log", 250, 0.997);
     let rep = t.path().join("out/report");
+    // The candidate stopped at step 250 of 300: judged on its steps with --allow-partial.
     let out = modelzoo(&[
         "compare",
         "--baseline",
@@ -128,6 +129,7 @@ fn report_dir_and_json() {
         "--report-dir",
         rep.to_str().unwrap(),
         "--json",
+        "--allow-partial",
     ]);
     assert_eq!(
         out.status.code(),
@@ -138,6 +140,8 @@ fn report_dir_and_json() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert_eq!(v["figures"]["steps_compared"], 250);
     assert_eq!(v["only_in_baseline"], 50);
+    assert_eq!(v["figures"]["coverage"], 250.0 / 300.0);
+    assert_eq!(v["allow_partial"], true);
     assert!(v["command"]
         .as_str()
         .unwrap()
@@ -193,4 +197,52 @@ fn fixture_pair_runs_through_the_cli() {
     // 20 steps of a 40,000-step run: the pass/fail here only has to match the figure.
     let fin = v["figures"]["final_rel_err"].as_f64().unwrap();
     assert_eq!(code, Some(if fin.abs() <= 0.01 { 0 } else { 1 }));
+}
+
+/// issue #13 through the CLI: a candidate that stopped early exits 1 (0 with --allow-partial),
+/// the same file under two paths is warned about, and --allow-partial is in --help.
+#[test]
+fn stopped_run_fails_and_same_file_warns() {
+    let t = tempfile::tempdir().unwrap();
+    let b = log(t.path(), "cuda.log", 100, 1.0);
+    let c = log(t.path(), "sdaa.log", 1, 1.0);
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+
+    let out = modelzoo(&["compare", "--baseline", &s(&b), "--candidate", &s(&c)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("baseline steps covered by the candidate")
+            && stdout.contains("1 of 100 (1.00%)")
+            && stdout.contains(
+                "FAIL (rel1, threshold 1.0000%): the candidate covers 1 of the baseline's 100 steps (1.00%)"
+            ),
+        "{stdout}"
+    );
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &s(&b),
+        "--candidate",
+        &s(&c),
+        "--allow-partial",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("1 of 100 (1.00%), partial run allowed"),
+        "{stdout}"
+    );
+
+    let detour = t.path().join(".").join("cuda.log");
+    let out = modelzoo(&["compare", "--baseline", &s(&b), "--candidate", &s(&detour)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("warning: baseline and candidate are the same file"),
+        "{stdout}"
+    );
+
+    let help = modelzoo(&["compare", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--allow-partial"));
 }

@@ -1,7 +1,8 @@
 //! `modelzoo compare` — compare a candidate (SDAA) training log against a baseline (CUDA) log.
 //!
-//! Exit codes: 0 the rule passes, 1 it fails, 2 unusable input (unreadable file, metric
-//! absent, no common steps, report directory not writable).
+//! Exit codes: 0 the rule passes, 1 it fails (a candidate covering fewer steps than the
+//! baseline fails unless --allow-partial), 2 unusable input (unreadable file, metric absent, no
+//! common steps, report directory not writable).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,10 @@ pub struct Args {
     /// rel1 threshold: a fraction (0.01) or a percentage (1%).
     #[arg(long, default_value = "1%", value_parser = parse_threshold)]
     pub threshold: f64,
+    /// Judge a candidate that covers fewer of the baseline's steps (a run stopped early) on the
+    /// steps it has, instead of failing it.
+    #[arg(long)]
+    pub allow_partial: bool,
     /// Write report.md, report.html, curves.svg, rel_error.svg and summary.json here.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
@@ -97,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
             RuleArg::ModelzooLoss => Rule::ModelzooLoss,
         },
+        allow_partial: args.allow_partial,
     };
     let cmp = compare::compare_files(&args.baseline, &args.candidate, &options)?;
     let command = command_line();
