@@ -120,6 +120,17 @@ pub fn plan(opts: &Options) -> Result<Vec<Resolved>, BenchError> {
     let mut plan = Vec::new();
     for (text, dataset) in entries {
         let key: CaseKey = text.parse()?;
+        if let Some(twin) = plan
+            .iter()
+            .find(|c: &&Resolved| c.key.case_name() == key.case_name())
+        {
+            // Both would run in (and overwrite) the same folder.
+            return Err(BenchError::Usage(format!(
+                "case {} is listed twice ({key} and {}); list it once with the repeat count you want",
+                key.case_name(),
+                twin.key
+            )));
+        }
         let mut layer = overrides.clone();
         if let Some(d) = dataset.filter(|d| !d.trim().is_empty()) {
             layer.insert(0, ("data_dir".to_string(), Value::String(d)));

@@ -175,6 +175,11 @@ fn bad_input_is_refused_before_anything_runs() {
     );
     assert!(refused(&["resnet:rust-tch:cpu:1:1:1"], &["batch_size"]).contains("key=value"));
     assert!(refused(&[], &[]).contains("no cases"));
+    let msg = refused(
+        &["resnet:rust-tch:cpu:1:1:2", "resnet:rust-tch:cpu:1:1:3"],
+        &[],
+    );
+    assert!(msg.contains("listed twice"), "{msg}");
 }
 
 /// Every shipped vendor config is valid: named after a known hardware, overriding only
