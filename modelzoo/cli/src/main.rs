@@ -1,5 +1,6 @@
 //! `modelzoo`: the adapter's toolbox around the zoo — layout checks, SDAA-vs-CUDA precision
-//! reports, environment report, the PR functional check, scaffolding and CUDA→SDAA migration.
+//! reports, environment report, the PR functional check, scaffolding, CUDA→SDAA migration and
+//! FlagPerf standard-case benchmarks.
 //!
 //! A thin binary: each subcommand parses its arguments and calls a library.
 
@@ -30,6 +31,8 @@ enum Command {
     New(commands::new::Args),
     /// Port a PyTorch model directory from CUDA to SDAA (dry run by default).
     Migrate(commands::migrate::Args),
+    /// Run FlagPerf standard cases and write finished_info and the results table.
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Ci(args) => commands::ci::run(args),
         Command::New(args) => commands::new::run(args),
         Command::Migrate(args) => commands::migrate::run(args),
+        Command::Bench(args) => commands::bench::run(args),
     };
     match result {
         Ok(code) => code,

@@ -22,6 +22,10 @@ pub trait TrainDevice {
     fn manual_seed(&self, seed: u64);
     /// Wait for queued work (so wall-clock timings are honest).
     fn synchronize(&self);
+    /// Free and total device memory in bytes, where the device reports it (not the CPU).
+    fn memory_info(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 impl TrainDevice for tch::Device {
@@ -90,5 +94,8 @@ impl TrainDevice for device_sdaa::Device {
     }
     fn synchronize(&self) {
         device_sdaa::Device::synchronize(self)
+    }
+    fn memory_info(&self) -> Option<(u64, u64)> {
+        device_sdaa::Device::memory_info(self).map(|m| (m.free, m.total))
     }
 }

@@ -13,6 +13,7 @@ use crate::checkpoint::{self, Counters};
 use crate::data::BatchSource;
 use crate::device::TrainDevice;
 use crate::dist::{self, DataParallel};
+use crate::driver;
 use crate::optim::{Optimizer, OptimizerConfig};
 use crate::scaler::GradScaler;
 use crate::settings::{EngineSettings, Precision};
@@ -100,6 +101,11 @@ pub trait BasicModule {
     fn test_step_end(&mut self, _out: &Tensor) {}
     /// Optimizer and schedule, given the run's length.
     fn configure_optimizers(&self, steps_per_epoch: u64, total_steps: u64) -> OptimizerConfig;
+    /// What the model states about itself in the `FINISHED` driver event (see
+    /// [`crate::driver`]), e.g. `flops_per_item` for MFU.
+    fn driver_facts(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }
 
 /// Where metrics go (the run's dllogger in `run_<model>`; any collector in tests).
@@ -108,6 +114,8 @@ pub trait MetricSink {
     fn metadata(&mut self, name: &str, unit: &str, goal: &str, stage: &str);
     /// One line of metrics at (epoch, iteration).
     fn log(&mut self, epoch: u64, iteration: u64, metrics: &[(&str, f64)]);
+    /// A FlagPerf driver event (`INIT_START` ... `FINISHED`, see [`crate::driver`]).
+    fn event(&mut self, _name: &str, _fields: &[(&str, f64)]) {}
 }
 
 /// How `fit` ended.
@@ -291,6 +299,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         let rank = self.ddp.as_ref().map_or(0, |d| d.world.rank as u64);
         self.declare_metrics();
         let bar = progress_bar(s.progress, total, self.counters.step);
+        let timeline = driver::Timeline::start(&mut *self.sink);
         let mut summary = FitSummary {
             steps: self.counters.step,
             epochs_done: self.counters.epoch,
@@ -309,8 +318,8 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             let skip = self.counters.batch_in_epoch as usize;
             let mut micro = 0u64;
             let mut step_loss: Option<Tensor> = None;
-            for batch in train
-                .epoch_batches(epoch, skip)
+            for batch in timeline
+                .batches(train.epoch_batches(epoch, skip))
                 .take(batches_this_epoch.saturating_sub(skip))
             {
                 if micro == 0 {
@@ -327,7 +336,9 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                     ddp.before_forward()?;
                 }
                 let batch = self.module.pretreating_batch(batch, self.device);
-                window_samples += self.module.items_in(&batch);
+                let items = self.module.items_in(&batch);
+                window_samples += items;
+                timeline.add_items(items);
                 let (amp, dtype) = match s.precision {
                     Precision::Fp32 => (false, Kind::Float),
                     Precision::Amp { dtype, .. } => (true, dtype),
@@ -409,7 +420,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 }
                 if let (Some(val), Some(f), true) = (val, s.eval_freq, self.is_main()) {
                     if step.is_multiple_of(f) && !last {
-                        summary.last_eval = self.evaluate(val)?;
+                        summary.last_eval = timeline.eval(|| self.evaluate(val))?;
                         window_start = Instant::now();
                     }
                 }
@@ -434,7 +445,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             }
             if self.counters.step < total {
                 if let (Some(val), None, true) = (val, s.eval_freq, self.is_main()) {
-                    summary.last_eval = self.evaluate(val)?;
+                    summary.last_eval = timeline.eval(|| self.evaluate(val))?;
                 }
                 window_start = Instant::now();
             }
@@ -448,8 +459,17 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 summary.last_checkpoint = Some(self.save_checkpoint()?);
             }
             if let (Some(val), true) = (val, self.is_main()) {
-                summary.last_eval = self.evaluate(val)?;
+                summary.last_eval = timeline.eval(|| self.evaluate(val))?;
             }
+        }
+        if !summary.interrupted {
+            let world = self.ddp.as_ref().map_or(1, |d| d.world.world_size);
+            let facts = driver::Facts::of_run(world, self.counters.step, &self.all_vars);
+            let facts = driver::Facts {
+                model: self.module.driver_facts(),
+                ..facts
+            };
+            timeline.finish(&mut *self.sink, &facts, self.device.memory_info());
         }
         if let Some(ddp) = &self.ddp {
             let dev = self.device;

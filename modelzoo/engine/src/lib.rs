@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod data;
 pub mod device;
 pub mod dist;
+pub mod driver;
 mod engine;
 pub mod launch;
 pub mod optim;

@@ -255,6 +255,11 @@ impl MetricSink for DlloggerSink<'_> {
             .collect();
         self.0.log((epoch, iteration), &values, Verbosity::Default);
     }
+    fn event(&mut self, name: &str, fields: &[(&str, f64)]) {
+        let values: Vec<(&str, Value)> =
+            fields.iter().map(|(k, v)| (*k, Value::Float(*v))).collect();
+        self.0.log(name, &values, Verbosity::Default);
+    }
 }
 
 /// The useful part of a libtorch error carried by a tch panic: its message without the C++

@@ -112,6 +112,8 @@ type Line = (u64, u64, Vec<(String, f64)>);
 struct Collect {
     meta: Vec<String>,
     lines: Vec<Line>,
+    /// Driver events: (name, fields).
+    events: Vec<(String, Vec<(String, f64)>)>,
 }
 impl MetricSink for &mut Collect {
     fn metadata(&mut self, name: &str, _: &str, _: &str, _: &str) {
@@ -120,6 +122,12 @@ impl MetricSink for &mut Collect {
     fn log(&mut self, e: u64, i: u64, m: &[(&str, f64)]) {
         self.lines
             .push((e, i, m.iter().map(|(k, v)| (k.to_string(), *v)).collect()));
+    }
+    fn event(&mut self, name: &str, f: &[(&str, f64)]) {
+        self.events.push((
+            name.to_string(),
+            f.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        ));
     }
 }
 
@@ -225,4 +233,56 @@ fn load_restores_saved_weights_and_rejects_other_shapes() {
         err.contains("model/fc.bias") || err.contains("fc.weight"),
         "{err}"
     );
+}
+
+#[test]
+fn fit_emits_the_flagperf_driver_events_with_a_consistent_timing_split() {
+    let d = tempfile::tempdir().unwrap();
+    let (_, sink) = train(16, 1, d.path());
+    let names: Vec<&str> = sink.events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(names, modelzoo_engine::driver::EVENTS);
+    let field = |event: &str, key: &str| -> f64 {
+        let (_, fields) = sink.events.iter().find(|e| e.0 == event).unwrap();
+        fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|x| x.1)
+            .unwrap_or_else(|| panic!("{event} has no {key}: {fields:?}"))
+    };
+    let times: Vec<f64> = modelzoo_engine::driver::EVENTS
+        .iter()
+        .map(|e| field(e, "time"))
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "events out of time order: {times:?}"
+    );
+    let (e2e, init, raw) = (
+        field("FINISHED", "e2e_time"),
+        field("FINISHED", "init_time"),
+        field("FINISHED", "raw_train_time"),
+    );
+    let (eval, data) = (
+        field("FINISHED", "eval_time"),
+        field("FINISHED", "data_time"),
+    );
+    assert!(
+        raw > 0.0 && e2e > raw && init >= 0.0,
+        "e2e {e2e} init {init} raw {raw}"
+    );
+    assert!(
+        (e2e - init - raw).abs() < 0.05,
+        "e2e {e2e} = init {init} + raw {raw}"
+    );
+    // Two epochs end with an evaluation each, inside the training window.
+    assert!(
+        eval > 0.0 && data >= 0.0 && eval + data < raw,
+        "eval {eval} data {data} raw {raw}"
+    );
+    // 2 epochs x 64 samples, one process; the linear layer's 4x2 weights + 2 biases.
+    assert_eq!(field("FINISHED", "items"), 128.0);
+    assert_eq!(field("FINISHED", "steps"), 8.0);
+    assert_eq!(field("FINISHED", "num_params"), 10.0);
+    assert_eq!(field("FINISHED", "world_size"), 1.0);
+    assert!(field("FINISHED", "host_rss_peak") > 0.0);
 }

@@ -98,6 +98,13 @@ impl BasicModule for GptModule {
         let mfu = info.ips * self.flops_per_token / self.peak_flops.max(1.0) * 100.0;
         vec![("train.mfu".to_string(), mfu)]
     }
+    /// For `modelzoo bench`'s MFU: the training FLOPs per token and the peak `train.mfu` uses.
+    fn driver_facts(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("flops_per_item", self.flops_per_token),
+            ("peak_flops", self.peak_flops),
+        ]
+    }
     fn val_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)> {
         vec![("val.ppl", "", "MINIMIZE")]
     }

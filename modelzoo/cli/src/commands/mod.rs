@@ -1,5 +1,6 @@
 //! One module per subcommand: its clap `Args` and a `run` that calls the library doing the work.
 
+pub mod bench;
 pub mod ci;
 pub mod compare;
 pub mod env;
