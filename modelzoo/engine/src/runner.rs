@@ -255,6 +255,9 @@ impl MetricSink for DlloggerSink<'_> {
             .collect();
         self.0.log((epoch, iteration), &values, Verbosity::Default);
     }
+    fn info(&mut self, text: &str) {
+        self.0.info(text);
+    }
 }
 
 /// The useful part of a libtorch error carried by a tch panic: its message without the C++
