@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tch::Tensor;
 
@@ -75,6 +75,10 @@ pub trait BatchSource<B> {
     fn skipped(&self) -> u64 {
         0
     }
+    /// Why the first skipped sample failed to load (its file and the error).
+    fn first_skip(&self) -> Option<String> {
+        None
+    }
 }
 
 impl BatchSource<ImageBatch> for Loader {
@@ -86,6 +90,9 @@ impl BatchSource<ImageBatch> for Loader {
     }
     fn skipped(&self) -> u64 {
         Loader::skipped(self)
+    }
+    fn first_skip(&self) -> Option<String> {
+        self.first_skip.lock().ok().and_then(|g| g.clone())
     }
 }
 
@@ -108,6 +115,8 @@ pub struct Loader {
     dataset: Arc<dyn Dataset>,
     opts: LoaderOptions,
     skipped: Arc<AtomicU64>,
+    /// Why the first skipped sample failed.
+    first_skip: Arc<Mutex<Option<String>>>,
     /// (rank, world size): this rank reads every world-th sample of each epoch's order.
     shard: (usize, usize),
 }
@@ -123,6 +132,7 @@ impl Loader {
                 ..opts
             },
             skipped: Arc::new(AtomicU64::new(0)),
+            first_skip: Arc::new(Mutex::new(None)),
             shard: (0, 1),
         }
     }
@@ -196,6 +206,7 @@ impl Loader {
             seed: self.opts.seed,
             epoch,
             skipped: Arc::clone(&self.skipped),
+            first_skip: Arc::clone(&self.first_skip),
         });
         let workers = self.opts.num_workers;
         let mut receivers = Vec::new();
@@ -239,9 +250,18 @@ struct BatchJob {
     seed: u64,
     epoch: u64,
     skipped: Arc<AtomicU64>,
+    first_skip: Arc<Mutex<Option<String>>>,
 }
 
 impl BatchJob {
+    fn skip(&self, why: String) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("{why} — skipped");
+        if let Ok(mut first) = self.first_skip.lock() {
+            first.get_or_insert(why);
+        }
+    }
+
     fn build(&self, b: usize) -> ImageBatch {
         let start = b * self.batch_size;
         let end = (start + self.batch_size).min(self.order.len());
@@ -260,18 +280,12 @@ impl BatchJob {
                     pixels.extend_from_slice(&s.pixels);
                     labels.push(s.label);
                 }
-                Ok(s) => {
-                    self.skipped.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(
-                        "sample {i}: {} values, expected {} — skipped",
-                        s.pixels.len(),
-                        c * h * w
-                    );
-                }
-                Err(e) => {
-                    self.skipped.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!("{e} — skipped");
-                }
+                Ok(s) => self.skip(format!(
+                    "sample {i}: {} values, expected {}",
+                    s.pixels.len(),
+                    c * h * w
+                )),
+                Err(e) => self.skip(e.to_string()),
             }
         }
         let n = labels.len() as i64;

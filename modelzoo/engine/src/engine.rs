@@ -116,6 +116,9 @@ pub trait MetricSink {
     fn log(&mut self, epoch: u64, iteration: u64, metrics: &[(&str, f64)]);
     /// A FlagPerf driver event (`INIT_START` ... `FINISHED`, see [`crate::driver`]).
     fn event(&mut self, _name: &str, _fields: &[(&str, f64)]) {}
+    /// A message the run's log must carry besides the metrics (a resume that changes the
+    /// schedule, a checkpoint passed over); also sent to `tracing` by the engine.
+    fn info(&mut self, _text: &str) {}
 }
 
 /// How `fit` ended.
@@ -159,6 +162,17 @@ pub struct Engine<'d, M: BasicModule> {
     all_vars: Vec<(String, Tensor)>,
     /// Data parallel: this worker's process group and gradient reducer.
     ddp: Option<DataParallel>,
+    /// Optimizer steps of the schedule `fit` runs (saved with checkpoints).
+    total_steps: Option<u64>,
+}
+
+/// What [`Engine::restore`] read.
+struct Restored {
+    file: PathBuf,
+    /// Newer checkpoints passed over because they could not be read.
+    unreadable: Vec<PathBuf>,
+    /// The schedule length the checkpoint was trained toward (absent in older checkpoints).
+    total_steps: Option<u64>,
 }
 
 impl<'d, M: BasicModule> Engine<'d, M> {
@@ -200,6 +214,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             counters,
             all_vars,
             ddp: None,
+            total_steps: None,
         })
     }
 
@@ -282,11 +297,29 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         if let Some(m) = s.max_steps {
             total = total.min(m);
         }
+        // A run that does not resume never writes into another run's checkpoints.
+        checkpoint::check_unused(&s.ckpt_dir, s.resume.is_some())?;
+        if self.is_main() {
+            checkpoint::remove_stale_temp_files(&s.ckpt_dir)?;
+        }
         let opt = self.make_optimizer(steps_per_epoch, total);
         self.opt = Some(opt);
+        self.total_steps = Some(total);
         if let Some(r) = &s.resume {
-            self.load(r)?;
+            let restored = self
+                .restore(r)
+                .map_err(|e| EngineError::Resume(Box::new(e)))?;
+            checkpoint::check_continues(
+                &s.ckpt_dir,
+                &restored.file,
+                self.counters.step,
+                &restored.unreadable,
+            )?;
+            if let Some(prev) = restored.total_steps.filter(|p| *p != total) {
+                self.note_schedule_change(steps_per_epoch, prev, total);
+            }
         }
+        let start_step = self.counters.step;
         if let Some(ddp) = self.ddp.as_mut() {
             let trainable: Vec<(String, Tensor)> = self
                 .all_vars
@@ -451,6 +484,16 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             }
         }
         bar.finish_and_clear();
+        if !summary.interrupted && self.counters.step == start_step {
+            // Never "done" for nothing: no step means every batch failed to load, or the
+            // resumed run had already reached its last step.
+            return Err(EngineError::NothingTrained {
+                step: self.counters.step,
+                total,
+                skipped: train.skipped(),
+                first_skip: train.first_skip(),
+            });
+        }
         if !summary.interrupted {
             self.check_finite(&window, self.counters.step)?;
             if summary.last_checkpoint.as_ref()
@@ -492,6 +535,33 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         summary.skipped_samples = train.skipped();
         let _ = lr;
         Ok(summary)
+    }
+
+    /// Say (tracing warning and the metric log) that a resumed run's schedule is `total` steps
+    /// long where the checkpoint was trained toward `prev`, and whether the steps already done
+    /// ran at other learning rates than a `total`-step run's (so the run cannot match one).
+    fn note_schedule_change(&mut self, steps_per_epoch: u64, prev: u64, total: u64) {
+        let step = self.counters.step;
+        let now = self.module.configure_optimizers(steps_per_epoch, total);
+        let then = self.module.configure_optimizers(steps_per_epoch, prev);
+        let lr_differed = (0..step)
+            .any(|k| now.schedule.lr_at(now.lr, k, total) != then.schedule.lr_at(then.lr, k, prev));
+        let consequence = if lr_differed {
+            format!(
+                "its {step} steps so far ran at the learning rates of the {prev}-step schedule, \
+                 so the losses from here will not match an uninterrupted {total}-step run"
+            )
+        } else {
+            "this learning-rate schedule does not depend on the run's length: only where the \
+             run stops changes"
+                .to_string()
+        };
+        let msg = format!(
+            "resuming at step {step}: the checkpoint was trained toward a {prev}-step schedule, \
+             this run's is {total} steps (--step / --epoch changed); {consequence}"
+        );
+        tracing::warn!("{msg}");
+        self.sink.info(&format!("WARNING: {msg}"));
     }
 
     /// The logged step loss and throughput of the whole job: the mean loss over the ranks and
@@ -676,7 +746,11 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             return Ok(path);
         }
         self.save(&path)?;
-        checkpoint::prune(&self.settings.ckpt_dir, self.settings.keep_last)?;
+        checkpoint::prune(
+            &self.settings.ckpt_dir,
+            self.settings.keep_last,
+            self.counters.step,
+        )?;
         tracing::info!("checkpoint {}", path.display());
         Ok(path)
     }
@@ -701,15 +775,35 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             named.push(("scaler/scale".into(), dev.to_cpu(&sc.scale)));
             named.push(("scaler/growth".into(), dev.to_cpu(&sc.growth_tracker)));
         }
+        if let Some(total) = self.total_steps {
+            named.push((TOTAL_STEPS.into(), Tensor::from_slice(&[total as i64])));
+        }
         checkpoint::write(path, &named, self.counters)
     }
 
-    /// Restore from a checkpoint file (or the newest one in a directory): model variables
-    /// always; optimizer, scaler and counters when `fit` has set the optimizer up.
+    /// Restore from a checkpoint file, or the newest readable one in a checkpoint directory
+    /// or a run's output directory (a truncated newest one is passed over, with a warning):
+    /// model variables always; optimizer, scaler and counters when `fit` has set the
+    /// optimizer up.
     pub fn load(&mut self, path: &std::path::Path) -> Result<(), EngineError> {
-        let file = checkpoint::resolve(path)?;
-        let (named, counters) = checkpoint::read(&file)?;
-        let map: std::collections::HashMap<String, Tensor> = named.into_iter().collect();
+        self.restore(path).map(|_| ())
+    }
+
+    fn restore(&mut self, path: &std::path::Path) -> Result<Restored, EngineError> {
+        let loaded = checkpoint::read_newest(path)?;
+        let (file, counters) = (loaded.file, loaded.counters);
+        for (bad, why) in &loaded.unreadable {
+            let msg = format!(
+                "checkpoint {} cannot be read ({why}); falling back to {}, the newest good one \
+                 (step {})",
+                bad.display(),
+                file.display(),
+                counters.step
+            );
+            tracing::warn!("{msg}");
+            self.sink.info(&format!("WARNING: {msg}"));
+        }
+        let map: std::collections::HashMap<String, Tensor> = loaded.named.into_iter().collect();
         let bad = |message: String| EngineError::Checkpoint {
             path: file.clone(),
             message,
@@ -752,10 +846,20 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 ..counters
             };
         }
+        let total_steps = map
+            .get(TOTAL_STEPS)
+            .and_then(|t| u64::try_from(t.int64_value(&[0])).ok());
         tracing::info!("resumed from {} at step {}", file.display(), counters.step);
-        Ok(())
+        Ok(Restored {
+            file,
+            unreadable: loaded.unreadable.into_iter().map(|(p, _)| p).collect(),
+            total_steps,
+        })
     }
 }
+
+/// Checkpoint entry holding the schedule length (optimizer steps) the run was trained toward.
+const TOTAL_STEPS: &str = "meta/total_steps";
 
 fn progress_bar(enabled: bool, total: u64, done: u64) -> ProgressBar {
     if !enabled || !std::io::stderr().is_terminal() {

@@ -50,7 +50,64 @@ pub enum EngineError {
     NoData { batches: usize, accumulate: u64 },
     #[error("invalid engine settings: {0}")]
     Settings(String),
+    /// The checkpoint directory holds checkpoints this run must not mix with its own.
+    #[error("checkpoint directory {dir} {detail}")]
+    CheckpointDirInUse { dir: PathBuf, detail: String },
+    /// The checkpoint to resume from cannot be used (unreadable, another model's).
+    #[error("cannot resume: {0}")]
+    Resume(Box<EngineError>),
+    /// The run ended without a single optimizer step: every batch failed to load, or the
+    /// resumed checkpoint had already reached the end of the schedule.
+    #[error("{}", nothing_trained(*.step, *.total, *.skipped, .first_skip.as_deref()))]
+    NothingTrained {
+        /// Steps done (0, or the resumed checkpoint's step).
+        step: u64,
+        /// Steps the schedule asked for.
+        total: u64,
+        /// Training samples that failed to load.
+        skipped: u64,
+        /// Why the first skipped sample failed.
+        first_skip: Option<String>,
+    },
     /// Rendezvous, process group or collective failure in a data-parallel run.
     #[error("data parallel: {0}")]
     Distributed(String),
+}
+
+impl EngineError {
+    /// The process exit code of a `run_<model>` that stops with this error: 2 for what the
+    /// input must change (settings, data, checkpoint directory, the checkpoint resumed from),
+    /// 1 for a run that started and failed.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            EngineError::Settings(_)
+            | EngineError::NoData { .. }
+            | EngineError::CheckpointDirInUse { .. }
+            | EngineError::Resume(_)
+            | EngineError::NothingTrained { .. } => 2,
+            EngineError::Io { .. }
+            | EngineError::Checkpoint { .. }
+            | EngineError::NonFiniteLoss { .. }
+            | EngineError::Device { .. }
+            | EngineError::Distributed(_) => 1,
+        }
+    }
+}
+
+fn nothing_trained(step: u64, total: u64, skipped: u64, first_skip: Option<&str>) -> String {
+    if skipped > 0 {
+        let first = first_skip.map_or(String::new(), |f| format!("; the first: {f}"));
+        return format!(
+            "no training step was done: every training sample failed to load and was skipped \
+             ({skipped} skipped reads){first}"
+        );
+    }
+    if step >= total && total > 0 {
+        return format!(
+            "nothing to train: the run resumed at step {step}, and the schedule ends at step {total}; raise --step (or --epoch) to train further"
+        );
+    }
+    format!(
+        "no training step was done (step {step} of {total}): the training data yielded no batch"
+    )
 }

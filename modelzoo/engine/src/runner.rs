@@ -260,6 +260,9 @@ impl MetricSink for DlloggerSink<'_> {
             fields.iter().map(|(k, v)| (*k, Value::Float(*v))).collect();
         self.0.log(name, &values, Verbosity::Default);
     }
+    fn info(&mut self, text: &str) {
+        self.0.info(text);
+    }
 }
 
 /// The useful part of a libtorch error carried by a tch panic: its message without the C++

@@ -52,7 +52,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
 /// Writes `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
+    // The engine's temp-file prefix, so a run after a killed one cleans this up too.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(engine_ckpt::TEMP_PREFIX)
+        .tempfile_in(dir)
+        .map_err(io(dir))?;
     tmp.write_all(bytes).map_err(io(path))?;
     tmp.as_file().sync_all().map_err(io(path))?;
     tmp.persist(path).map_err(|e| CheckpointError::Io {

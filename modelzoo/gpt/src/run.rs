@@ -143,6 +143,9 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
+    // Before gpt_config.json and the metric log are written: a new run never overwrites an
+    // earlier run's.
+    modelzoo_engine::checkpoint::check_unused(&settings.ckpt_dir, settings.resume.is_some())?;
     std::fs::create_dir_all(&settings.ckpt_dir)
         .with_context(|| format!("cannot create {}", settings.ckpt_dir.display()))?;
     checkpoint::write_meta(
@@ -196,13 +199,23 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
     }));
     let summary = match fitted {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(TrainingFailed(e.to_string()).into()),
+        // Refused before training (checkpoint directory in use, unusable checkpoint to
+        // resume, nothing to train): bad input, exit 2. What was logged stays readable.
+        Ok(Err(e)) if e.exit_code() == 2 => {
+            logger.flush();
+            return Err(e.into());
+        }
+        Ok(Err(e)) => {
+            logger.flush();
+            return Err(TrainingFailed(e.to_string()).into());
+        }
         Err(payload) => {
+            logger.flush();
             return Err(TrainingFailed(format!(
                 "libtorch failed during training: {}",
                 runner::panic_text(payload.as_ref())
             ))
-            .into())
+            .into());
         }
     };
     if let Some(e) = train

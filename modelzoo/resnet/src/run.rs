@@ -33,7 +33,8 @@ pub enum RunError {
     /// Bad arguments, config, dataset or device: exit 2.
     #[error("{0}")]
     Input(String),
-    /// Training itself failed (non-finite loss, I/O during the run): exit 1.
+    /// Training itself failed (non-finite loss, I/O during the run): exit 1; or the engine
+    /// refused the run (checkpoint directory in use, checkpoint to resume unusable): exit 2.
     #[error(transparent)]
     Train(#[from] EngineError),
     /// libtorch raised an error mid-run (tch turns those into panics; caught here): exit 1.
@@ -53,7 +54,8 @@ impl RunError {
     pub fn exit_code(&self) -> u8 {
         match self {
             RunError::Input(_) => 2,
-            RunError::Train(_) | RunError::Libtorch(_) | RunError::Log { .. } => 1,
+            RunError::Train(e) => e.exit_code(),
+            RunError::Libtorch(_) | RunError::Log { .. } => 1,
         }
     }
 }
@@ -246,6 +248,9 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
+    // Before the metric log is (re)created: a new run never overwrites an earlier run's.
+    modelzoo_engine::checkpoint::check_unused(&settings.ckpt_dir, settings.resume.is_some())
+        .map_err(|e| input(e.to_string()))?;
     std::fs::create_dir_all(&out_dir).map_err(|e| {
         input(format!(
             "cannot create output directory {}: {e}",
@@ -280,8 +285,25 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
         engine.fit(&train, Some(&val))
     }));
     let summary = match fitted {
-        Ok(r) => r?,
-        Err(payload) => return Err(RunError::Libtorch(runner::panic_text(payload.as_ref()))),
+        Ok(Ok(summary)) => summary,
+        Ok(Err(e)) => {
+            // What was logged before the failure stays readable.
+            logger.flush();
+            return Err(match e {
+                EngineError::NothingTrained { skipped, .. } if skipped > 0 => {
+                    let source = args.path("dataset_path").map_or_else(
+                        || "the synthetic training set".to_string(),
+                        |p| format!("the training data in {}", p.display()),
+                    );
+                    input(format!("{source}: {e}"))
+                }
+                e => e.into(),
+            });
+        }
+        Err(payload) => {
+            logger.flush();
+            return Err(RunError::Libtorch(runner::panic_text(payload.as_ref())));
+        }
     };
     if summary.skipped_samples > 0 {
         tracing::warn!(
