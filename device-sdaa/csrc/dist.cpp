@@ -252,6 +252,10 @@ c10::intrusive_ptr<c10d::ProcessGroup> wrap(const c10::intrusive_ptr<c10d::Store
 
 extern "C" {
 
+// c10's log threshold (0 INFO, 1 WARNING, 2 ERROR, 3 FATAL), which also gates c10d's own
+// logging (C10D_WARNING / C10D_ERROR: connection retries, a failed rendezvous's stack).
+void mzd_set_cpp_log_level(int level) { FLAGS_caffe2_log_level = level; }
+
 // Rendezvous store at host:port; `is_server` binds and serves it (fails if the port is taken),
 // else connects, retrying until `timeout_ms`. `prefix` ("" for none) namespaces every key.
 char* mzd_store_open(const char* host, int port, int is_server, int64_t timeout_ms,

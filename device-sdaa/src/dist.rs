@@ -49,6 +49,7 @@ extern "C" {
         out: *mut *mut MzdStore,
     ) -> *mut c_char;
     fn mzd_store_free(s: *mut MzdStore);
+    fn mzd_set_cpp_log_level(level: c_int);
     fn mzd_store_set(
         s: *mut MzdStore,
         key: *const c_char,
@@ -134,6 +135,10 @@ pub enum DistError {
     /// Serving the store: the port is taken.
     #[error("cannot serve the rendezvous store on port {port}: the port is already in use (another job, or a node started twice?); pick a free one with --master_port")]
     PortInUse { port: u16 },
+    /// The store's host name does not resolve to an address (a typo in `--master_addr`, or
+    /// no DNS): said at once instead of retrying until the timeout as if it were unreachable.
+    #[error("cannot resolve host {host:?}: {message}; check --master_addr (the rank-0 node's host name or IP address)")]
+    Resolve { host: String, message: String },
     /// Serving or reaching the store failed otherwise.
     #[error("rendezvous store {addr}:{port}: {message}")]
     Store {
@@ -168,8 +173,34 @@ fn cstring(s: &str) -> CString {
     CString::new(s.replace('\0', "")).unwrap_or_default()
 }
 
+/// The error a shim call returned, if any. c10d's exceptions carry their C++ stack after the
+/// first line; callers show the first line, the whole text goes to the debug log.
 fn error_text(err: *mut c_char) -> Option<String> {
-    (!err.is_null()).then(|| shim::take_string(err))
+    let text = (!err.is_null()).then(|| shim::take_string(err))?;
+    if text.trim_end().contains('\n') {
+        tracing::debug!("c10d error, full text:\n{text}");
+    }
+    Some(text)
+}
+
+/// c10d logs through c10's own logger straight to stderr — connection retries, and a failed
+/// rendezvous's ~40 C++ stack frames ahead of the one-line error we print. Route it to our
+/// debug level: shown only when `tracing` has debug enabled (`RUST_LOG=debug`), or as the
+/// user set `TORCH_CPP_LOG_LEVEL` (c10's own switch, then left alone).
+fn quiet_cpp_logging() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("TORCH_CPP_LOG_LEVEL").is_some() {
+            return;
+        }
+        let level = if tracing::enabled!(tracing::Level::DEBUG) {
+            0
+        } else {
+            3
+        };
+        // SAFETY: sets an int flag; no other state.
+        unsafe { mzd_set_cpp_log_level(level) }
+    });
 }
 
 fn millis(d: Duration) -> i64 {
@@ -216,6 +247,15 @@ impl Store {
         timeout: Duration,
         prefix: &str,
     ) -> Result<Store, DistError> {
+        // Serving or connecting, c10d connects to addr:port; a name that does not resolve would
+        // be retried until the timeout and then reported as unreachable.
+        if let Err(e) = std::net::ToSocketAddrs::to_socket_addrs(&(addr, port)) {
+            return Err(DistError::Resolve {
+                host: addr.to_string(),
+                message: e.to_string(),
+            });
+        }
+        quiet_cpp_logging();
         let (host, pre) = (cstring(addr), cstring(prefix));
         let mut raw = std::ptr::null_mut();
         // SAFETY: valid C strings; `raw` receives a new store on success.

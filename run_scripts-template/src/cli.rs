@@ -100,7 +100,8 @@ pub struct ResolvedArgs {
 
 impl ResolvedArgs {
     /// Parse `argv` (including the program name) against `spec`. Errors are clap's own (unknown
-    /// flag with suggestions, bad type, value outside the choices with the valid list); call
+    /// flag with suggestions, bad type, value outside the choices with the valid list, value
+    /// outside the argument's declared `range`: `--lr -1: must be a finite number > 0`); call
     /// `.exit()` on them for clap's exit code 2 (0 for `--help`).
     pub fn parse_from<I, T>(
         program: &str,
@@ -112,8 +113,23 @@ impl ResolvedArgs {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let matches = build_command(program, about, spec).try_get_matches_from(argv)?;
-        Ok(ResolvedArgs::from_matches(program, spec, &matches))
+        let mut cmd = build_command(program, about, spec);
+        let matches = cmd.try_get_matches_from_mut(argv)?;
+        let resolved = ResolvedArgs::from_matches(program, spec, &matches);
+        match resolved.range_violation() {
+            Some(why) => Err(cmd.error(clap::error::ErrorKind::ValueValidation, why)),
+            None => Ok(resolved),
+        }
+    }
+
+    /// The first argument whose value lies outside its spec `range`, as
+    /// `--name value: must be ...`.
+    pub fn range_violation(&self) -> Option<String> {
+        self.args.iter().find_map(|a| match &a.value {
+            Some(ArgValue::Int(v)) => a.def.range_violation(*v as f64, &v.to_string()),
+            Some(ArgValue::Float(v)) => a.def.range_violation(*v, &v.to_string()),
+            _ => None,
+        })
     }
 
     /// The typed view of matches produced by [`build_command`] for the same spec.
@@ -343,6 +359,52 @@ mod tests {
             let text = e.to_string();
             assert!(text.contains(want), "{argv:?}: {text}");
         }
+    }
+
+    #[test]
+    fn values_outside_the_declared_range_exit_2_naming_the_flag() {
+        let extras = ArgSpec::from_yaml(
+            "args:\n  - {name: label_smoothing, type: float, default: 0.0, range: \"[0, 1)\", help: h}\n  - {name: momentum, type: float, default: 0.9, range: \"[0, inf)\", help: m}\n",
+            "test.yaml",
+        )
+        .unwrap();
+        let s = ArgSpec::standard().merged(&extras, "test.yaml").unwrap();
+        let cases: [(&[&str], &str); 8] = [
+            (&["--lr", "-1"], "--lr -1: must be a finite number > 0"),
+            (&["--lr", "0"], "--lr 0: must be a finite number > 0"),
+            (&["--lr", "nan"], "--lr NaN: must be a finite number > 0"),
+            (&["--lr", "inf"], "--lr inf: must be a finite number > 0"),
+            (
+                &["--label_smoothing", "5"],
+                "--label_smoothing 5: must be a number in [0, 1)",
+            ),
+            (
+                &["--momentum", "-0.5"],
+                "--momentum -0.5: must be a finite number >= 0",
+            ),
+            (&["--bs", "0"], "--batch_size 0: must be a positive integer"),
+            (
+                &["--master_port", "70000"],
+                "--master_port 70000: must be between 1 and 65535",
+            ),
+        ];
+        for (extra, want) in cases {
+            let argv = std::iter::once("run_x").chain(extra.iter().copied());
+            let e = ResolvedArgs::parse_from("run_x", "", &s, argv).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{extra:?}");
+            assert!(e.to_string().contains(want), "{extra:?}: {e}");
+        }
+        let ok = [
+            "run_x",
+            "--lr",
+            "1e-3",
+            "--label_smoothing",
+            "0.1",
+            "--momentum",
+            "0",
+        ];
+        let r = ResolvedArgs::parse_from("run_x", "", &s, ok).unwrap();
+        assert_eq!(r.float("label_smoothing"), Some(0.1));
     }
 
     #[test]

@@ -44,10 +44,127 @@ pub struct ArgDef {
     /// May be given several times (collected in order).
     #[serde(default)]
     pub repeatable: bool,
+    /// Allowed values of an `int` / `float` argument as an interval (`(0, inf)`, `[0, 1)`,
+    /// `[1, 65535]`), checked when the command line is parsed so a value no run can use is
+    /// a usage error up front rather than a failure mid-run. A `float` with a range must
+    /// also be finite (no `nan`, `inf`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<String>,
     pub help: String,
 }
 
+/// An interval of allowed values (see [`ArgDef::range`]); `None` bounds are unbounded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    /// Lower bound and whether it is included.
+    pub min: Option<(f64, bool)>,
+    /// Upper bound and whether it is included.
+    pub max: Option<(f64, bool)>,
+}
+
+impl Range {
+    /// Parse interval notation: `[` / `]` include a bound, `(` / `)` exclude it, `inf` /
+    /// `-inf` leave that side open (`(0, inf)`, `[0, 1)`, `[-1, inf)`).
+    pub fn parse(text: &str) -> Result<Range, String> {
+        let bad = |why: &str| {
+            format!("range {text:?}: {why} (expected interval notation such as \"(0, inf)\" or \"[0, 1)\")")
+        };
+        let t = text.trim();
+        let (lo_incl, rest) = match (t.strip_prefix('['), t.strip_prefix('(')) {
+            (Some(rest), _) => (true, rest),
+            (None, Some(rest)) => (false, rest),
+            _ => return Err(bad("must start with [ or (")),
+        };
+        let (hi_incl, body) = match (rest.strip_suffix(']'), rest.strip_suffix(')')) {
+            (Some(body), _) => (true, body),
+            (None, Some(body)) => (false, body),
+            _ => return Err(bad("must end with ] or )")),
+        };
+        let (lo, hi) = body
+            .split_once(',')
+            .ok_or_else(|| bad("needs two bounds separated by a comma"))?;
+        let bound = |s: &str| -> Result<f64, String> {
+            match s.trim() {
+                "inf" | "+inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                other => other
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| bad(&format!("bound {other:?} is not a number"))),
+            }
+        };
+        let (lo, hi) = (bound(lo)?, bound(hi)?);
+        if lo == f64::INFINITY || hi == f64::NEG_INFINITY || lo > hi {
+            return Err(bad("the lower bound must not exceed the upper"));
+        }
+        if (lo.is_infinite() && lo_incl) || (hi.is_infinite() && hi_incl) {
+            return Err(bad(
+                "an infinite bound is always excluded: write (-inf or inf)",
+            ));
+        }
+        Ok(Range {
+            min: lo.is_finite().then_some((lo, lo_incl)),
+            max: hi.is_finite().then_some((hi, hi_incl)),
+        })
+    }
+
+    /// Whether `v` lies in the interval (NaN and ±inf never do).
+    pub fn contains(&self, v: f64) -> bool {
+        let above = self
+            .min
+            .is_none_or(|(m, incl)| if incl { v >= m } else { v > m });
+        let below = self
+            .max
+            .is_none_or(|(m, incl)| if incl { v <= m } else { v < m });
+        v.is_finite() && above && below
+    }
+
+    /// What a value must be, for messages: "a finite number > 0", "a positive integer",
+    /// "between 1 and 65535", "a number in [0, 1)".
+    pub fn describe(&self, ty: ArgType) -> String {
+        let int = ty == ArgType::Int;
+        let op = |incl: bool, ge: &'static str, gt: &'static str| if incl { ge } else { gt };
+        match (self.min, self.max) {
+            (Some((m, true)), None) if int && m == 1.0 => "a positive integer".into(),
+            (Some((m, incl)), None) if int => format!("an integer {} {m}", op(incl, ">=", ">")),
+            (Some((m, incl)), None) => format!("a finite number {} {m}", op(incl, ">=", ">")),
+            (None, Some((m, incl))) if int => format!("an integer {} {m}", op(incl, "<=", "<")),
+            (None, Some((m, incl))) => format!("a finite number {} {m}", op(incl, "<=", "<")),
+            (Some((lo, true)), Some((hi, true))) if int => format!("between {lo} and {hi}"),
+            (Some((lo, li)), Some((hi, hi_incl))) => format!(
+                "{} in {}{lo}, {hi}{}",
+                if int { "an integer" } else { "a number" },
+                if li { '[' } else { '(' },
+                if hi_incl { ']' } else { ')' }
+            ),
+            (None, None) if int => "an integer".into(),
+            (None, None) => "a finite number".into(),
+        }
+    }
+}
+
 impl ArgDef {
+    /// The parsed [`ArgDef::range`] (`None` without one; an invalid one is refused when the
+    /// spec is loaded).
+    pub fn parsed_range(&self) -> Option<Range> {
+        self.range.as_deref().and_then(|r| Range::parse(r).ok())
+    }
+
+    /// Why `value` is outside this argument's range, as `--name value: must be ...`; `None`
+    /// when it is allowed (or there is no range).
+    /// `shown` is the value as the user should see it.
+    pub fn range_violation(&self, value: f64, shown: &str) -> Option<String> {
+        let range = self.parsed_range()?;
+        (!range.contains(value)).then(|| {
+            format!(
+                "--{} {shown}: must be {}",
+                self.name,
+                range.describe(self.ty)
+            )
+        })
+    }
+
     /// The default rendered as command-line text (`None` when there is none).
     pub fn default_text(&self) -> Option<String> {
         self.default.as_ref().map(|v| match v {
@@ -214,6 +331,21 @@ impl ArgSpec {
                     arg.name
                 )));
             }
+            if let Some(text) = &arg.range {
+                if !matches!(arg.ty, ArgType::Int | ArgType::Float) || arg.repeatable {
+                    return Err(invalid(format!(
+                        "--{}: only a single int or float argument can have a range",
+                        arg.name
+                    )));
+                }
+                Range::parse(text).map_err(|e| invalid(format!("--{}: {e}", arg.name)))?;
+                let default = arg
+                    .default_text()
+                    .and_then(|d| Some((d.parse::<f64>().ok()?, d)));
+                if let Some(why) = default.and_then(|(v, d)| arg.range_violation(v, &d)) {
+                    return Err(invalid(format!("the default is out of range: {why}")));
+                }
+            }
             if let (Some(default), false) = (arg.default_text(), arg.choices.is_empty()) {
                 if !arg.choices.contains(&default) {
                     return Err(invalid(format!(
@@ -279,6 +411,31 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("not among its choices"), "{err}");
+
+        for (range, want) in [
+            (
+                "\"[0, 1)\"",
+                "the default is out of range: --a 5: must be a number in [0, 1)",
+            ),
+            ("\"0..1\"", "must start with [ or ("),
+            ("\"(1, 0)\"", "must not exceed"),
+            ("\"[0, inf]\"", "always excluded"),
+        ] {
+            let yaml = format!(
+                "args:\n  - {{name: a, type: float, default: 5, range: {range}, help: h}}\n"
+            );
+            let err = ArgSpec::from_yaml(&yaml, "m.yaml").unwrap_err();
+            assert!(err.to_string().contains(want), "{range}: {err}");
+        }
+        let err = ArgSpec::from_yaml(
+            "args:\n  - {name: a, type: string, range: \"(0, inf)\", help: h}\n",
+            "m.yaml",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("only a single int or float"),
+            "{err}"
+        );
 
         let err = ArgSpec::from_yaml(
             "args:\n  - {name: a, type: int, help: h, typo: 1}\n",

@@ -50,9 +50,11 @@ pub enum LaunchError {
     /// A worker (here, or on another node) failed; the others were stopped.
     #[error("{0}")]
     WorkerFailed(String),
-    /// The launcher was interrupted; the workers were asked to save and stop.
-    #[error("interrupted; workers stopped")]
-    Interrupted,
+    /// The job was interrupted — the launcher got SIGINT/SIGTERM, or a worker was ended by
+    /// one (an external `kill`, a scheduler's preemption) — and the workers were asked to
+    /// save and stop. Not a failure of the job: exit 130, as a single process gives.
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 impl LaunchError {
@@ -60,7 +62,7 @@ impl LaunchError {
     pub fn exit_code(&self) -> u8 {
         match self {
             LaunchError::Usage(_) | LaunchError::Rendezvous(_) => 2,
-            LaunchError::Interrupted => 130,
+            LaunchError::Interrupted(_) => 130,
             LaunchError::Spawn { .. } | LaunchError::WorkerFailed(_) => 1,
         }
     }
@@ -285,6 +287,17 @@ fn describe(status: &ExitStatus) -> String {
     }
 }
 
+/// Whether a worker ended because it was interrupted rather than because it failed: killed by
+/// SIGTERM / SIGINT before it could handle them, or exited 130 after saving on one (what
+/// run_<model> does when interrupted).
+fn interrupted_status(status: &ExitStatus) -> bool {
+    matches!(status.signal(), Some(libc::SIGTERM | libc::SIGINT))
+        || matches!(status.code(), Some(130))
+}
+
+/// Prefix of the store's abort record when a node's job was interrupted, not failed.
+const INTERRUPTED_PREFIX: &str = "interrupted: ";
+
 fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGKILL => "SIGKILL",
@@ -315,24 +328,47 @@ fn supervise(
             if let Ok(Some(status)) = w.child.try_wait() {
                 w.status = Some(status);
                 if !status.success() && forwarded.is_none() {
-                    let message = format!(
-                        "worker rank {} (node {}, pid {}) failed with {}; stopped the other workers",
+                    let interrupted = interrupted_status(&status);
+                    let who = format!(
+                        "worker rank {} (node {}, pid {})",
                         w.rank,
                         plan.node_rank,
-                        w.child.id(),
-                        describe(&status)
+                        w.child.id()
                     );
+                    let message = if interrupted {
+                        format!(
+                            "{who} was interrupted ({}); asked the other workers to save and stop",
+                            describe(&status)
+                        )
+                    } else {
+                        format!(
+                            "{who} failed with {}; stopped the other workers",
+                            describe(&status)
+                        )
+                    };
                     if plan.nnode > 1 {
-                        let _ = store.set(ABORT, message.as_bytes());
+                        let record = if interrupted {
+                            format!("{INTERRUPTED_PREFIX}{message}")
+                        } else {
+                            message.clone()
+                        };
+                        let _ = store.set(ABORT, record.as_bytes());
                     }
                     stop_all(workers);
-                    return Err(LaunchError::WorkerFailed(message));
+                    return Err(if interrupted {
+                        LaunchError::Interrupted(format!("interrupted: {message}"))
+                    } else {
+                        LaunchError::WorkerFailed(message)
+                    });
                 }
             }
         }
+        let stopped = || {
+            LaunchError::Interrupted("interrupted: the workers were asked to save and stop".into())
+        };
         if workers.iter().all(|w| w.status.is_some()) {
             return match forwarded {
-                Some(_) => Err(LaunchError::Interrupted),
+                Some(_) => Err(stopped()),
                 None => Ok(()),
             };
         }
@@ -343,7 +379,7 @@ fn supervise(
         }
         if forwarded.is_some_and(|t| t.elapsed() > GRACE * 3) {
             stop_all(workers);
-            return Err(LaunchError::Interrupted);
+            return Err(stopped());
         }
         if plan.nnode > 1 && last_store_check.elapsed() > Duration::from_secs(1) {
             last_store_check = Instant::now();
@@ -353,9 +389,14 @@ fn supervise(
                     .map(|v| String::from_utf8_lossy(&v).into_owned())
                     .unwrap_or_default();
                 stop_all(workers);
-                return Err(LaunchError::WorkerFailed(format!(
-                    "another node failed ({why}); stopped this node's workers"
-                )));
+                return Err(match why.strip_prefix(INTERRUPTED_PREFIX) {
+                    Some(why) => LaunchError::Interrupted(format!(
+                        "interrupted on another node ({why}); stopped this node's workers"
+                    )),
+                    None => LaunchError::WorkerFailed(format!(
+                        "another node failed ({why}); stopped this node's workers"
+                    )),
+                });
             }
         }
         std::thread::sleep(TICK);

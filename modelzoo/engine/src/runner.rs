@@ -2,6 +2,7 @@
 //! share one copy: engine settings from the standard command line over the FleetX config, the
 //! dllogger metric sink, and the readable text of a libtorch error.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,7 +17,8 @@ use crate::launch::{self, LaunchPlan};
 use crate::{DataParallel, EngineError, EngineSettings, MetricSink, Precision, WorldInfo};
 
 /// The start of every `run_<model>` binary: diagnostics through `tracing` on stderr (`RUST_LOG`
-/// honoured, `info` by default, never on stdout with the metric lines), then the command line
+/// honoured, `info` by default, never on stdout with the metric lines; coloured only when
+/// stderr is a terminal, so logs redirected to files and pipes stay plain text), then the command line
 /// parsed against the model's merged spec. `Err(code)` means the process ends now: the spec
 /// did not load (2), or `--print_cmd` printed the resolved command (0). clap's own usage
 /// errors exit 2 with the valid values.
@@ -31,6 +33,7 @@ pub fn start<E: std::fmt::Display>(
 ) -> Result<ResolvedArgs, ExitCode> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
@@ -70,6 +73,10 @@ pub fn start<E: std::fmt::Display>(
         });
     Err(match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e @ launch::LaunchError::Interrupted(_)) => {
+            eprintln!("{program}: {e}");
+            ExitCode::from(e.exit_code())
+        }
         Err(e) => {
             eprintln!("{program}: error: {e}");
             ExitCode::from(e.exit_code())
@@ -193,6 +200,143 @@ pub fn settings_from_args(
     }
     s.rank = dllogger::rank_from_env().unwrap_or(0) as i64;
     Ok(s)
+}
+
+/// At least how many bytes a training step needs, and where: what [`check_memory`] compares
+/// with the memory there is, so an impossible `--batch_size` / `--image_size` / model size is
+/// refused up front (exit 2) instead of aborting in the allocator or being OOM-killed. An
+/// estimate is a lower bound (the input batch, the activations the first layers must keep for
+/// backward, parameters and optimizer state): a run it refuses cannot fit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryNeed {
+    /// Bytes in host memory whatever the device: the batches the data loader holds.
+    pub host: u64,
+    /// Bytes where the model trains: activations, parameters, gradients, optimizer state.
+    pub device: u64,
+    /// The arguments and config keys that set the size, as typed (`--batch_size 64
+    /// --image_size 224`): what the user should lower.
+    pub args: String,
+    /// What was counted, for the message.
+    pub counted: String,
+}
+
+/// The product of `factors` in bytes, saturating at `u64::MAX` where it overflows (so a
+/// size too large to compute is still too large to fit, never wrapped to a small one).
+pub fn bytes(factors: &[u64]) -> u64 {
+    factors
+        .iter()
+        .try_fold(1u64, |acc, &f| acc.checked_mul(f))
+        .unwrap_or(u64::MAX)
+}
+
+/// `a + b + ...` saturating at `u64::MAX`.
+pub fn bytes_sum(terms: &[u64]) -> u64 {
+    terms.iter().fold(0u64, |acc, &t| acc.saturating_add(t))
+}
+
+/// A byte count for messages: `12.4 GiB`; `u64::MAX` (saturated) says it overflowed.
+pub fn human_bytes(n: u64) -> String {
+    if n == u64::MAX {
+        return "more than 16 EiB (the size overflows 64-bit arithmetic)".into();
+    }
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < units.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", units[unit])
+    }
+}
+
+/// Host memory this process may still allocate, and where that figure comes from:
+/// `MemAvailable` in /proc/meminfo, lowered to what the cgroup's `memory.max` leaves when
+/// that is smaller (containers). `None` when neither can be read.
+pub fn host_available() -> Option<(u64, &'static str)> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib.saturating_mul(1024))
+    });
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{f}"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+    };
+    let cgroup =
+        read("memory.max").map(|max| max.saturating_sub(read("memory.current").unwrap_or(0)));
+    match (meminfo, cgroup) {
+        (Some(m), Some(c)) if c < m => Some((c, "left under the cgroup's memory.max")),
+        (Some(m), _) => Some((m, "MemAvailable in /proc/meminfo")),
+        (None, Some(c)) => Some((c, "left under the cgroup's memory.max")),
+        (None, None) => None,
+    }
+}
+
+/// A run that cannot fit in memory (see [`check_memory`]): bad input, exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotEnoughMemory(pub String);
+
+/// Refuse a run whose [`MemoryNeed`] exceeds the memory there is: on the CPU host and device
+/// needs together against [`host_available`] shared by the `local_procs` processes of this
+/// node; on an accelerator the device need against its free memory (`memory_info`, when the
+/// backend can say) and the host need against the host's share. The error names the
+/// arguments, the estimate and what is available.
+pub fn check_memory(
+    need: &MemoryNeed,
+    device: &Device,
+    local_procs: usize,
+) -> Result<(), NotEnoughMemory> {
+    let share = |avail: u64| avail / local_procs.max(1) as u64;
+    let on_cpu = device.kind() == device_sdaa::DeviceKind::Cpu;
+    let mut checks: Vec<(u64, String, u64, String)> = Vec::new();
+    if let Some((avail, source)) = host_available() {
+        let (n, place) = if on_cpu {
+            (
+                bytes_sum(&[need.host, need.device]),
+                "host memory".to_string(),
+            )
+        } else {
+            (need.host, "host memory (data loader)".to_string())
+        };
+        let source = if local_procs > 1 {
+            format!("{source}, shared by the {local_procs} processes of this node")
+        } else {
+            source.to_string()
+        };
+        checks.push((n, place, share(avail), source));
+    }
+    if !on_cpu {
+        if let Some(info) = device.memory_info() {
+            checks.push((
+                need.device,
+                format!("{} memory", device.spec()),
+                info.free,
+                format!("free of {} on the device", human_bytes(info.total)),
+            ));
+        }
+    }
+    for (n, place, avail, source) in checks {
+        if n > avail {
+            let amount = match n {
+                u64::MAX => human_bytes(n),
+                _ => format!("at least {}", human_bytes(n)),
+            };
+            return Err(NotEnoughMemory(format!(
+                "{}: one training step needs {amount} of {place} ({}), but {} is available ({source}); lower them",
+                need.args,
+                need.counted,
+                human_bytes(avail)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Where logs and checkpoints go: `--output_dir` when typed (or when there is no config),

@@ -26,6 +26,12 @@ pub const SECTIONS: &[&str] = &[
 pub enum GptConfigError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A training `-c` file with no sections at all (empty, blank or only comments).
+    #[error("{}: the config is empty: training it would silently use the built-in GPT-2 small (124M) for everything; give a complete config (e.g. modelzoo/gpt/configs/gpt_124m.yaml), or leave out -c to train those defaults on purpose", path.display())]
+    EmptyFile { path: PathBuf },
+    /// A training `-c` file without the `Model` section (truncated, or the wrong file).
+    #[error("{}: no `Model` section (found: {}); is the file truncated? run_gpt needs the architecture from the config (see modelzoo/gpt/configs/gpt_124m.yaml); leave out -c to train the built-in GPT-2 small (124M) on purpose", path.display(), found.join(", "))]
+    NoModel { path: PathBuf, found: Vec<String> },
     #[error("`{key}` = {value}: {reason}")]
     Unsupported {
         /// Full key path, e.g. `Model.use_recompute`.
@@ -228,6 +234,37 @@ impl Model {
         let (h, f) = (self.hidden_size, self.ffn_hidden());
         let block = 2 * 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h);
         self.vocab_size * h + self.max_position_embeddings * h + self.num_layers * block + 2 * h
+    }
+
+    /// [`Model::num_params`] in 64-bit arithmetic that saturates instead of overflowing, for
+    /// sizing configs too large to build (see [`GptConfig::memory_need`]). Call after
+    /// [`Model::validate`] (every size positive).
+    pub fn num_params_saturating(&self) -> u64 {
+        use modelzoo_engine::runner::{bytes, bytes_sum};
+        let u = |v: i64| v.max(0) as u64;
+        let (h, f) = (u(self.hidden_size), u(self.ffn_hidden_size.unwrap_or(0)));
+        let f = if self.ffn_hidden_size.is_some() {
+            f
+        } else {
+            bytes(&[4, h])
+        };
+        let block = bytes_sum(&[
+            bytes(&[4, h]),
+            bytes(&[h, 3, h]),
+            bytes(&[3, h]),
+            bytes(&[h, h]),
+            h,
+            bytes(&[h, f]),
+            f,
+            bytes(&[f, h]),
+            h,
+        ]);
+        bytes_sum(&[
+            bytes(&[u(self.vocab_size), h]),
+            bytes(&[u(self.max_position_embeddings), h]),
+            bytes(&[u(self.num_layers), block]),
+            bytes(&[2, h]),
+        ])
     }
 
     /// Rejects shapes that cannot build and options we do not implement.
@@ -452,11 +489,29 @@ impl Optimizer {
                 "betas must be in [0, 1)",
             ));
         }
-        if self.lr.max_lr.is_nan() || self.lr.max_lr <= 0.0 || self.lr.min_lr < 0.0 {
+        if !self.lr.max_lr.is_finite()
+            || self.lr.max_lr <= 0.0
+            || !self.lr.min_lr.is_finite()
+            || self.lr.min_lr < 0.0
+        {
             return Err(unsupported(
                 "Optimizer.lr.max_lr",
                 self.lr.max_lr,
-                "max_lr must be positive and min_lr not negative",
+                "max_lr must be a finite number > 0 and min_lr a finite number >= 0",
+            ));
+        }
+        if !self.weight_decay.is_finite() || self.weight_decay < 0.0 {
+            return Err(unsupported(
+                "Optimizer.weight_decay",
+                self.weight_decay,
+                "must be a finite number >= 0",
+            ));
+        }
+        if !self.adam_epsilon.is_finite() || self.adam_epsilon <= 0.0 {
+            return Err(unsupported(
+                "Optimizer.adam_epsilon",
+                self.adam_epsilon,
+                "must be a finite number > 0",
             ));
         }
         if !(0.0..=1.0).contains(&self.lr.warmup_rate) {
@@ -556,6 +611,82 @@ pub struct GptConfig {
 }
 
 impl GptConfig {
+    /// [`GptConfig::load`] for training: a `-c` file must describe the model. An empty or
+    /// truncated file parses (as nothing, or without its `Model` section) and would otherwise
+    /// train the built-in 124M defaults — a different run from the one asked for, and one
+    /// that may not fit in memory. Without `-c` the defaults are what the user asked for.
+    pub fn load_for_training(
+        path: Option<&Path>,
+        overrides: &[String],
+    ) -> Result<GptConfig, GptConfigError> {
+        let mut tree = fleetx::load(path, &[])?;
+        if let Some(path) = path {
+            let found = tree.section_names();
+            if found.is_empty() {
+                return Err(GptConfigError::EmptyFile {
+                    path: path.to_path_buf(),
+                });
+            }
+            if tree.raw().get("Model").is_none_or(|m| m.is_null()) {
+                return Err(GptConfigError::NoModel {
+                    path: path.to_path_buf(),
+                    found,
+                });
+            }
+        }
+        for text in overrides {
+            tree.apply_override(text)?;
+        }
+        GptConfig::from_tree(&tree)
+    }
+
+    /// The least memory one training step with micro-batches of `micro` needs (see
+    /// `runner::check_memory`), from exact sizes of what it must hold: AdamW training keeps
+    /// weights, gradients and two moments in fp32 (16 bytes per parameter); the step holds the
+    /// logits and their gradient (micro × max_seq_len × vocab_size fp32 each), and backward
+    /// keeps every layer's attention probabilities (micro × heads × max_seq_len²) and residual
+    /// stream (micro × max_seq_len × hidden_size), 2 bytes each under autocast. The host holds
+    /// a few token batches. Products saturate, so an overflowing size counts as too large.
+    pub fn memory_need(&self, micro: u64, amp: bool) -> modelzoo_engine::runner::MemoryNeed {
+        use modelzoo_engine::runner::{bytes, bytes_sum, MemoryNeed};
+        let m = &self.model;
+        let seq = self.data.dataset.max_seq_len;
+        let u = |v: i64| v.max(0) as u64;
+        let act = if amp { 2 } else { 4 };
+        let params = self.model.num_params_saturating();
+        let device = bytes_sum(&[
+            bytes(&[params, 16]),
+            bytes(&[2, micro, seq, u(m.vocab_size), 4]),
+            bytes(&[
+                u(m.num_layers),
+                micro,
+                u(m.num_attention_heads),
+                seq,
+                seq,
+                act,
+            ]),
+            bytes(&[u(m.num_layers), micro, seq, u(m.hidden_size), act]),
+        ]);
+        let host = bytes(&[3, micro, seq.saturating_add(1), 8]);
+        MemoryNeed {
+            host,
+            device,
+            args: format!(
+                "Data.batch_size.micro_batch_size {micro}, Data.dataset.max_seq_len {seq}, Model hidden_size {} num_layers {} num_attention_heads {} vocab_size {} ({} parameters)",
+                m.hidden_size,
+                m.num_layers,
+                m.num_attention_heads,
+                m.vocab_size,
+                if params == u64::MAX {
+                    "over 2^64".to_string()
+                } else {
+                    params.to_string()
+                }
+            ),
+            counted: "fp32 weights, gradients and AdamW moments, logits, attention probabilities and residual stream of every layer".into(),
+        }
+    }
+
     /// Reads `-c file` (optional) with `-o` overrides, then validates every section.
     pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<GptConfig, GptConfigError> {
         let tree = fleetx::load(path, overrides)?;

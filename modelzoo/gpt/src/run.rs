@@ -57,7 +57,8 @@ pub fn run(args: &ResolvedArgs) -> anyhow::Result<()> {
 /// `train.mfu` and `val.loss` / `val.ppl` to stdout and `<output_dir>/<model_name>_log.json`,
 /// checkpoints to `<output_dir>/checkpoints/`.
 pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
-    let mut config = load_config(args)?;
+    let overrides: Vec<String> = args.list("override").to_vec();
+    let mut config = GptConfig::load_for_training(args.path("config"), &overrides)?;
     if args.is_explicit("batch_size") {
         let bs = runner::positive(args, "batch_size")? as u64;
         let b = &mut config.data.batch_size;
@@ -82,6 +83,12 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
         modelzoo_engine::checkpoint::resolve(r).map_err(|e| anyhow::anyhow!("--resume: {e}"))?;
     }
     let device = open_device(args)?;
+    let local_procs = modelzoo_engine::WorldInfo::from_env()?.map_or(1, |w| w.local_world_size);
+    let need = config.memory_need(
+        batch.micro,
+        matches!(settings.precision, Precision::Amp { .. }),
+    );
+    runner::check_memory(&need, &device, local_procs)?;
     let ddp = runner::join_data_parallel(args, &device)?;
     runner::settle_amp(
         &mut settings,

@@ -243,6 +243,88 @@ fn bad_training_input_is_a_clear_error() {
     assert!(text(&o).contains("nope"), "{}", text(&o));
 }
 
+/// A `-c` file that is empty or lost its `Model` section (truncated) is an error naming the
+/// file — it used to train the built-in 124M model instead (OOM-killed on a 24 GB machine);
+/// sizes that cannot fit and values no run can use are refused up front, exit 2.
+#[test]
+fn empty_truncated_configs_impossible_sizes_and_bad_ranges_exit_2_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let o_dir = dir.path().join("out");
+    let o_dir = o_dir.to_str().unwrap();
+    let empty = dir.path().join("empty.yaml");
+    std::fs::write(&empty, "  \n# nothing yet\n").unwrap();
+    let truncated = dir.path().join("truncated.yaml");
+    let tiny_text = std::fs::read_to_string(tiny()).unwrap();
+    let cut = tiny_text
+        .find("Model:")
+        .expect("gpt_tiny.yaml has a Model section");
+    std::fs::write(&truncated, &tiny_text[..cut]).unwrap();
+    let tiny = tiny();
+    let c = tiny.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["-c", empty.to_str().unwrap()],
+            vec!["empty.yaml: the config is empty", "124M"],
+        ),
+        (
+            vec!["-c", truncated.to_str().unwrap()],
+            vec![
+                "truncated.yaml: no `Model` section (found: Engine, Data)",
+                "truncated",
+            ],
+        ),
+        (
+            vec![
+                "-c",
+                c,
+                "-o",
+                "Data.batch_size.global_batch_size=",
+                "-o",
+                "Data.batch_size.micro_batch_size=100000000000",
+                "-o",
+                "Data.batch_size.local_batch_size=100000000000",
+            ],
+            vec!["micro_batch_size 100000000000", "one training step needs"],
+        ),
+        (
+            vec![
+                "-c",
+                c,
+                "-o",
+                "Model.hidden_size=4000000000",
+                "-o",
+                "Model.num_attention_heads=1",
+            ],
+            vec!["hidden_size 4000000000", "one training step needs"],
+        ),
+        (
+            vec!["-c", c, "--lr", "nan"],
+            vec!["--lr NaN: must be a finite number > 0"],
+        ),
+        (
+            vec!["-c", c, "--lr", "-1"],
+            vec!["--lr -1: must be a finite number > 0"],
+        ),
+        (
+            vec!["-c", c, "-o", "Optimizer.weight_decay=-1"],
+            vec!["Optimizer.weight_decay", "must be a finite number >= 0"],
+        ),
+    ];
+    for (mut args, wants) in cases {
+        args.extend(["--output_dir", o_dir]);
+        let o = run(&args, &[]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        for want in wants {
+            assert!(t.contains(want), "{args:?}: want {want:?} in\n{t}");
+        }
+        assert!(
+            !t.contains("panicked") && !t.contains("memory allocation"),
+            "{args:?}: {t}"
+        );
+    }
+}
+
 #[test]
 fn tiny_config_runs_on_the_sdaa_emulator_and_its_log_parses() {
     let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");

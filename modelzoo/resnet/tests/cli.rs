@@ -141,3 +141,124 @@ fn bad_input_exits_2_with_a_clear_message() {
         assert!(!t.contains("panicked"), "{args:?}: {t}");
     }
 }
+
+/// Sizes that cannot fit, values no run can use and config sections run_resnet would ignore
+/// are refused before anything is allocated: exit 2 naming the argument, never an allocator
+/// abort (rc 134), a mid-run unwrap or a silently ignored override.
+#[test]
+fn impossible_sizes_ranges_and_unknown_sections_exit_2_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let cfg = dir.path().join("extra.yaml");
+    std::fs::write(&cfg, "Engine:\n  max_steps: 1\nData:\n  batch_size: 4\n").unwrap();
+    let big = i64::MAX.to_string();
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--batch_size", "1000000000000"],
+            vec![
+                "--batch_size 1000000000000",
+                "one training step needs",
+                "is available",
+            ],
+        ),
+        (
+            vec!["--image_size", "100000000"],
+            vec!["--image_size 100000000", "one training step needs"],
+        ),
+        (
+            vec!["--batch_size", &big, "--image_size", &big],
+            vec!["overflows 64-bit arithmetic"],
+        ),
+        (
+            vec!["--lr", "-1"],
+            vec!["--lr -1: must be a finite number > 0"],
+        ),
+        (
+            vec!["--lr", "nan"],
+            vec!["--lr NaN: must be a finite number > 0"],
+        ),
+        (
+            vec!["--label_smoothing", "5"],
+            vec!["--label_smoothing 5: must be a number in [0, 1)"],
+        ),
+        (
+            vec!["--momentum", "-0.9"],
+            vec!["--momentum -0.9: must be a finite number >= 0"],
+        ),
+        (
+            vec!["--weight_decay", "inf"],
+            vec!["--weight_decay inf: must be a finite number >= 0"],
+        ),
+        (
+            vec!["-o", "Nope.x=1"],
+            vec![
+                "`-o Nope.x=1`",
+                "unknown config section `Nope`; valid sections: Engine",
+            ],
+        ),
+        (
+            vec!["-c", cfg.to_str().unwrap()],
+            vec!["extra.yaml", "unknown config section `Data`"],
+        ),
+    ];
+    for (args, wants) in cases {
+        // common::small without the sizes a case sets itself.
+        let mut a: Vec<String> = common::small(&out);
+        if let Some(i) = a.iter().position(|x| x == "--image_size") {
+            if args.contains(&"--image_size") {
+                a.drain(i..i + 2);
+            }
+        }
+        a.extend(args.iter().map(|s| s.to_string()));
+        let started = std::time::Instant::now();
+        let o = run(&a);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        for want in wants {
+            assert!(t.contains(want), "{args:?}: want {want:?} in\n{t}");
+        }
+        assert!(
+            !t.contains("panicked") && !t.contains("memory allocation"),
+            "{args:?}: {t}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{args:?}: refused only after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+/// Diagnostics written to a pipe or a file carry no ANSI colour codes (they made the demo
+/// log unreadable); colour is for terminals only.
+#[test]
+fn diagnostics_into_a_pipe_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = common::small(dir.path());
+    a.extend(
+        [
+            "--batch_size",
+            "4",
+            "--synthetic_samples",
+            "8",
+            "--step",
+            "1",
+            "--sync_bn",
+        ]
+        .map(String::from),
+    );
+    let o = Command::new(BIN)
+        .args(&a)
+        .env("RUST_LOG", "info")
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("INFO") && err.contains("WARN"), "{t}");
+    assert!(
+        !o.stderr.contains(&0x1b) && !o.stdout.contains(&0x1b),
+        "ESC in output:\n{t}"
+    );
+}

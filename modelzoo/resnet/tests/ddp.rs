@@ -296,6 +296,116 @@ fn kill9(pid: u32) {
     assert!(status.success());
 }
 
+/// A worker ended by SIGTERM (an external `kill`, a scheduler's preemption) interrupted the
+/// job, it did not fail: the others are asked to save and stop, and the launcher exits 130
+/// saying so (it used to report "failed" with rc 1).
+#[test]
+fn a_worker_ended_by_sigterm_interrupts_the_job_with_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = job(dir.path(), 100_000, free_port());
+    args.extend(["--nproc_per_node", "2"].map(String::from));
+    let freq = args.iter().position(|a| a == "--logging_freq").unwrap();
+    args[freq + 1] = "1".into();
+    let mut launcher = command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = launcher.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let started = Instant::now();
+    while let Some(Ok(line)) = lines.next() {
+        if line.contains("rank : 1  train.loss") || started.elapsed() > Duration::from_secs(120) {
+            break;
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    let workers = workers_of(launcher.id());
+    let worker = workers
+        .iter()
+        .find(|&&(_, rank)| rank == 1)
+        .map(|&(pid, _)| pid)
+        .expect("rank 1 is running");
+    let status = Command::new("kill")
+        .args(["-TERM", &worker.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = launcher.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted: worker rank 1") && !err.contains("failed"),
+        "says the job was interrupted, by which rank: {err}"
+    );
+    for (pid, rank) in workers {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "rank {rank} (pid {pid}) outlived the job"
+        );
+    }
+}
+
+/// A --master_addr that does not resolve is said to be that, at once — not "not reachable"
+/// after the whole --dist_timeout — on the node that serves the store and on the others.
+#[test]
+fn an_unresolvable_master_addr_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    for node in [
+        &["--nproc_per_node", "2"][..],
+        &["--nnode", "2", "--node_rank", "1"][..],
+    ] {
+        let mut args = job(dir.path(), 2, free_port());
+        args.extend(
+            [
+                "--master_addr",
+                "no.such.host.invalid",
+                "--dist_timeout",
+                "20",
+            ]
+            .iter()
+            .chain(node)
+            .map(|s| s.to_string()),
+        );
+        let started = Instant::now();
+        let (o, text) = output(&mut command(&args));
+        assert_eq!(o.status.code(), Some(2), "{node:?}: {text}");
+        assert!(
+            text.contains("cannot resolve host \"no.such.host.invalid\"")
+                && !text.contains("not reachable"),
+            "{node:?}: {text}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{node:?}: took {:?}, the timeout is not the answer",
+            started.elapsed()
+        );
+    }
+}
+
+/// A rendezvous that times out says so in our own words; c10d's C++ logging (its retry
+/// warnings and the exception's ~40 stack frames) goes to debug level, not onto the screen.
+#[test]
+fn a_rendezvous_timeout_prints_no_cpp_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut args = job(dir.path(), 2, port);
+    args.extend(["--nnode", "2", "--node_rank", "1", "--dist_timeout", "3"].map(String::from));
+    let (o, text) = output(&mut command(&args));
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("127.0.0.1:{port}")) && err.contains("not reachable within 3 s"),
+        "{text}"
+    );
+    assert!(
+        !err.contains("frame #")
+            && !err.contains("Exception raised from")
+            && err.lines().count() <= 5,
+        "c10d's own output leaks onto stderr:\n{text}"
+    );
+}
+
 #[test]
 fn rendezvous_timeout_names_the_store_and_who_arrived() {
     let dir = tempfile::tempdir().unwrap();

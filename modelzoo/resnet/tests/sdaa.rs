@@ -53,6 +53,46 @@ fn resnet18_fp32_trains_on_the_emulator_and_its_log_parses() {
 /// --step 3`) plus `--image_size 32` to keep it quick: the emulator runs fp16 convolutions on
 /// the host CPU, where they are slow (on 2 cores about 30 s a step at 32x32; at the default
 /// 224 one step took 417 s, 0.15 img/s, so 3 steps would take about 20 min). Autocast on sdaa used to fail at `aten::batch_norm`.
+/// A batch larger than the card's free memory is refused before anything is placed on it,
+/// naming the device memory and the sizes (the emulator's SDAA_EMULATOR_MEMORY_MB plays a
+/// card with 8 MiB; resnet18 at batch 64 x 32 px keeps at least 12 MiB of stem activations).
+#[test]
+fn a_batch_larger_than_the_device_memory_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "--model_name",
+            "resnet18",
+            "--num_classes",
+            "10",
+            "--image_size",
+            "32",
+            "--batch_size",
+            "64",
+            "--device",
+            "sdaa",
+            "--step",
+            "1",
+            "--output_dir",
+        ])
+        .arg(dir.path())
+        .env("SDAA_HOME", emulator_home())
+        .env("SDAA_EMULATOR_MEMORY_MB", "8")
+        .env_remove("TECO_HOME")
+        .env_remove("SDAA_TORCH_PLUGIN")
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run_resnet starts");
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("--batch_size 64 --image_size 32")
+            && t.contains("of sdaa memory")
+            && t.contains("8.0 MiB is available (free of 8.0 MiB on the device)"),
+        "{t}"
+    );
+}
+
 #[test]
 fn resnet50_amp_bs64_three_steps_on_the_emulator() {
     let dir = tempfile::tempdir().unwrap();
