@@ -21,7 +21,7 @@ TORCH_ENV := LIBTORCH_USE_PYTORCH=1 PATH=$(VENV)/bin:$$PATH
 endif
 CARGO := $(TORCH_ENV) cargo
 
-.PHONY: setup build demo test lint bench clean
+.PHONY: setup build demo test lint bench bench-quick clean
 
 ## setup: .venv with torch==$(TORCH_VERSION), only when missing or at another version (idempotent).
 setup:
@@ -46,6 +46,10 @@ test: build lint
 
 bench: build
 	$(CARGO) bench --workspace
+
+## bench-quick: the step's regression check, run_resnet / run_gpt vs PyTorch eager (not a test).
+bench-quick: build
+	@scripts/bench/quick.sh
 
 clean:
 	cargo clean

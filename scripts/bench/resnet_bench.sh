@@ -5,6 +5,8 @@
 #
 #   scripts/bench/resnet_bench.sh [model] [batch] [steps] [extra run_resnet flags...]
 #   e.g. scripts/bench/resnet_bench.sh resnet50 16 5
+#        scripts/bench/resnet_bench.sh resnet50 64 10 --device cuda --autocast
+# --device, --autocast (the reference's --amp) and --channels_last apply to both sides.
 #
 # Needs target/release/run_resnet (make build). Installs torchvision==0.26.0 (the release that
 # matches torch 2.11.0), numpy and pillow without dependencies into target/bench-py/, so .venv
@@ -24,10 +26,11 @@ if [[ ! -d "$pydir/torchvision" || ! -d "$pydir/numpy" || ! -d "$pydir/PIL" ]]; 
     "$py" -m pip install --disable-pip-version-check -q --no-deps --target "$pydir" torchvision==0.26.0 numpy pillow
 fi
 py_flags=()
-for f in "${extra[@]}"; do
-    case "$f" in
+for i in "${!extra[@]}"; do
+    case "${extra[$i]}" in
         --channels_last) py_flags+=(--channels_last) ;;
         --autocast) py_flags+=(--amp) ;;
+        --device) py_flags+=(--device "${extra[$((i + 1))]:?--device needs a value}") ;;
     esac
 done
 
