@@ -11,6 +11,11 @@
 //! is judged by an absolute rule ([`ZERO_FINAL_ABS_TOL`]) rather than a NaN relative error;
 //! comparing a file with itself is flagged; and under `modelzoo-loss` the output says when
 //! loss.py's own extraction would read the logs differently ([`crate::losspy`]).
+//!
+//! Given a second baseline run (another seed, [`Options::noise`]), the comparison also says
+//! whether the candidate deviates from the baseline more than that run does: the noise floor
+//! ([`NoiseFloor`]), reported beside the rule's verdict and gating it only under
+//! [`Options::noise_gate`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -62,6 +67,13 @@ pub const MODELZOO_LOSS_MEAN_DIFF: f64 = 0.0002;
 /// see in a printed figure.
 pub const ZERO_FINAL_ABS_TOL: f64 = 1e-6;
 
+/// Default noise factor: the candidate is within run-to-run variation when its mean |relative
+/// deviation| from the baseline is at most this many times the noise run's. A candidate that
+/// is just another seed is exchangeable with the noise run, so it exceeds a factor of 1 about
+/// half the time; 2 leaves room for that sampling spread of one noise run while a port that is
+/// off by more than twice seed-to-seed variation is reported.
+pub const NOISE_FACTOR: f64 = 2.0;
+
 /// What to compare and how.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -74,6 +86,14 @@ pub struct Options {
     /// Judge a candidate that covers only part of the baseline's steps (a run stopped early)
     /// on the steps it has. Off by default: such a candidate fails.
     pub allow_partial: bool,
+    /// A second baseline run (same device and configuration, another seed): measure the
+    /// run-to-run variation the candidate is judged against.
+    pub noise: Option<PathBuf>,
+    /// Within run-to-run variation: candidate deviation ≤ `noise_factor` × noise deviation.
+    pub noise_factor: f64,
+    /// Let the noise verdict decide pass/fail too (a candidate beyond the noise floor, or a
+    /// floor that cannot be measured, fails). Off: the noise verdict is reported only.
+    pub noise_gate: bool,
 }
 
 impl Default for Options {
@@ -85,6 +105,9 @@ impl Default for Options {
             tail: 10,
             rule: Rule::Rel1 { threshold: 0.01 },
             allow_partial: false,
+            noise: None,
+            noise_factor: NOISE_FACTOR,
+            noise_gate: false,
         }
     }
 }
@@ -351,19 +374,27 @@ pub fn compare_files(
         })?;
         Ok(series)
     };
-    let (b, c) = std::thread::scope(|s| {
+    let (b, c, n) = std::thread::scope(|s| {
         let b = s.spawn(|| read(baseline, "baseline"));
-        let c = read(candidate, "candidate");
-        let b = b.join().unwrap_or_else(|_| {
-            Err(CompareError::Read {
-                role: "baseline",
-                path: baseline.to_path_buf(),
-                message: "the reading thread panicked".into(),
-            })
+        let n = options.noise.as_deref().map(|path| {
+            (
+                path,
+                s.spawn(move || read_series(path, "noise", &options.metric, options.rank)),
+            )
         });
-        (b, c)
+        let c = read(candidate, "candidate");
+        let panicked = |role: &'static str, path: &Path| CompareError::Read {
+            role,
+            path: path.to_path_buf(),
+            message: "the reading thread panicked".into(),
+        };
+        let b = b
+            .join()
+            .unwrap_or_else(|_| Err(panicked("baseline", baseline)));
+        let n = n.map(|(path, h)| h.join().unwrap_or_else(|_| Err(panicked("noise", path))));
+        (b, c, n)
     });
-    compare(b?, c?, options)
+    compare_with_noise(b?, c?, n.transpose()?, options)
 }
 
 /// Whether two paths name the same file (the same device and inode: hard links, symlinks and
@@ -511,12 +542,82 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// loss.py's own reading of the logs (modelzoo-loss rule only).
     pub losspy: Option<LossPyCheck>,
+    /// The candidate against run-to-run variation (only with a noise run).
+    pub noise: Option<NoiseFloor>,
+}
+
+/// The noise verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoiseVerdict {
+    /// Candidate deviation ≤ factor × noise deviation.
+    Within,
+    /// Candidate deviation > factor × noise deviation.
+    Exceeds,
+    /// No variation could be measured (the noise run equals the baseline, or no usable step).
+    Undefined,
+}
+
+impl NoiseVerdict {
+    /// The verdict in words, as printed.
+    pub fn words(&self) -> &'static str {
+        match self {
+            NoiseVerdict::Within => "within run-to-run variation",
+            NoiseVerdict::Exceeds => "exceeds run-to-run variation",
+            NoiseVerdict::Undefined => "run-to-run variation not measurable",
+        }
+    }
+}
+
+/// The candidate's deviation from the baseline against a second baseline run's (the noise
+/// run's): is the port's difference larger than what another seed gives?
+#[derive(Debug, Clone, Serialize)]
+pub struct NoiseFloor {
+    pub path: PathBuf,
+    /// Values of the metric in the noise run.
+    pub values: usize,
+    /// Steps the deviations are measured on: paired in all three logs, baseline ≠ 0, all finite.
+    pub steps: usize,
+    /// Steps the baseline and candidate were compared on (for "covers N of M").
+    pub steps_compared: usize,
+    /// Noise deviation: mean(|n−b|/|b|) over `steps` — the run-to-run variation.
+    pub noise_dev: f64,
+    /// Candidate deviation: mean(|c−b|/|b|) over the same steps.
+    pub candidate_dev: f64,
+    /// candidate_dev / noise_dev; null when the noise deviation is 0.
+    pub ratio: Option<f64>,
+    pub factor: f64,
+    /// Steps averaged for the final values below (the last `tail` of `steps`).
+    pub tail: usize,
+    /// |n̄−b̄|/|b̄| of the final values (informational: one sample of run-to-run variation).
+    pub noise_final_dev: f64,
+    /// |c̄−b̄|/|b̄| of the final values over the same steps.
+    pub candidate_final_dev: f64,
+    pub verdict: NoiseVerdict,
+    /// The rule, in words.
+    pub rule: String,
+    /// Why the verdict is what it is, with the figures.
+    pub reason: String,
+    /// The noise run is the baseline file itself.
+    pub same_file: bool,
+    /// Whether this verdict decided pass/fail (`--noise-gate`).
+    pub gate: bool,
 }
 
 /// Pair two series, compute the figures and apply the rule.
 pub fn compare(
+    baseline: Series,
+    candidate: Series,
+    options: &Options,
+) -> Result<Comparison, CompareError> {
+    compare_with_noise(baseline, candidate, None, options)
+}
+
+/// [`compare`], and with a noise run (read like the baseline) measure the noise floor.
+pub fn compare_with_noise(
     mut baseline: Series,
     mut candidate: Series,
+    noise: Option<Series>,
     options: &Options,
 ) -> Result<Comparison, CompareError> {
     let mut warnings = Vec::new();
@@ -648,6 +749,23 @@ pub fn compare(
         }
         _ => None,
     };
+    let noise = match noise {
+        Some(n) => {
+            let floor = noise_floor(&mut baseline, n, &pairs, align, options)?;
+            verdict.warnings.extend(floor.1);
+            let floor = floor.0;
+            if options.noise_gate && floor.verdict != NoiseVerdict::Within && verdict.pass {
+                verdict.pass = false;
+                verdict.reason = format!(
+                    "--noise-gate: the noise verdict is \"{}\" (the rule alone passes: {})",
+                    floor.verdict.words(),
+                    verdict.reason
+                );
+            }
+            Some(floor)
+        }
+        None => None,
+    };
     // Release the raw series: the pairs hold what the report needs.
     baseline.points = Vec::new();
     candidate.points = Vec::new();
@@ -668,7 +786,164 @@ pub fn compare(
         eval,
         verdict,
         losspy,
+        noise,
     })
+}
+
+/// Measure the noise floor: pair the noise run with the baseline as the candidate was
+/// (`align`), keep the steps paired in all three logs where the baseline is non-zero and every
+/// value finite, and compare the candidate's mean |relative deviation| with the noise run's.
+/// Returns the floor and the warnings it raises.
+fn noise_floor(
+    baseline: &mut Series,
+    mut noise: Series,
+    pairs: &[Pair],
+    align: Align,
+    options: &Options,
+) -> Result<(NoiseFloor, Vec<String>), CompareError> {
+    let mut warnings = Vec::new();
+    let same = same_file(&baseline.path, &noise.path);
+    if same {
+        warnings.push(format!(
+            "baseline and noise run are the same file ({}): the noise floor is zero — give a baseline run with another seed",
+            noise.path.display()
+        ));
+    }
+    // Steps of the noise run paired with the baseline, joined with the candidate's pairs.
+    // Both pairings keep the baseline's order (key order, or position), so a merge works.
+    let (noise_pairs, _, _) = match align {
+        Align::Order => pair_by_order(&baseline.points, &noise.points),
+        Align::Key => pair_by_key(&mut baseline.points, &mut noise.points),
+    };
+    let mut triples: Vec<(f64, f64, f64)> = Vec::new(); // (b, c, n)
+    let (mut i, mut j) = (0, 0);
+    while i < pairs.len() && j < noise_pairs.len() {
+        let ord = match align {
+            Align::Order => std::cmp::Ordering::Equal,
+            Align::Key => pairs[i].key.cmp(&noise_pairs[j].key),
+        };
+        match ord {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                triples.push((
+                    pairs[i].baseline,
+                    pairs[i].candidate,
+                    noise_pairs[j].candidate,
+                ));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    if triples.is_empty() {
+        return Err(CompareError::Read {
+            role: "noise",
+            path: noise.path.clone(),
+            message: format!(
+                "none of its {} values of `{}` is at a step the baseline and candidate were compared on — it must be a run of the baseline's configuration (another seed); try --align order to pair by position",
+                noise.values, options.metric
+            ),
+        });
+    }
+    let paired = triples.len();
+    triples.retain(|&(b, c, n)| b != 0.0 && b.is_finite() && c.is_finite() && n.is_finite());
+    let steps = triples.len();
+    if paired < pairs.len() {
+        warnings.push(format!(
+            "the noise run covers {paired} of the {} compared steps: the noise floor is measured on those",
+            pairs.len()
+        ));
+    }
+    if steps < paired {
+        warnings.push(format!(
+            "{} of the {paired} steps shared with the noise run have a baseline of 0 or a NaN/infinite value and are left out of the noise floor",
+            paired - steps
+        ));
+    }
+    let mean = |xs: &mut dyn Iterator<Item = f64>, n: usize| xs.sum::<f64>() / n as f64;
+    let (noise_dev, candidate_dev) = if steps == 0 {
+        (f64::NAN, f64::NAN)
+    } else {
+        (
+            mean(
+                &mut triples.iter().map(|&(b, _, n)| ((n - b) / b).abs()),
+                steps,
+            ),
+            mean(
+                &mut triples.iter().map(|&(b, c, _)| ((c - b) / b).abs()),
+                steps,
+            ),
+        )
+    };
+    let tail = options.tail.max(1).min(steps);
+    let last = &triples[steps - tail..];
+    let (fb, fc, fnz) = if tail == 0 {
+        (f64::NAN, f64::NAN, f64::NAN)
+    } else {
+        (
+            mean(&mut last.iter().map(|t| t.0), tail),
+            mean(&mut last.iter().map(|t| t.1), tail),
+            mean(&mut last.iter().map(|t| t.2), tail),
+        )
+    };
+    let factor = options.noise_factor;
+    let rule = format!(
+        "within run-to-run variation when the candidate's mean |relative deviation| from the baseline, mean(|c−b|/|b|), is at most {factor} × the noise run's, mean(|n−b|/|b|), over the steps all three logs share"
+    );
+    let ratio = (noise_dev > 0.0).then(|| candidate_dev / noise_dev);
+    let (verdict, reason) = match ratio {
+        None if steps == 0 => (
+            NoiseVerdict::Undefined,
+            format!("none of the {paired} steps shared with the noise run is usable (baseline 0 or NaN/infinite values): no noise floor"),
+        ),
+        None => (
+            NoiseVerdict::Undefined,
+            format!(
+                "the noise run equals the baseline at all {steps} shared steps: the noise floor is zero, so comparing against it is meaningless — give a baseline run with another seed (candidate deviation {})",
+                pct(candidate_dev)
+            ),
+        ),
+        Some(r) => {
+            // A ratio that is the factor in decimal passes despite binary rounding.
+            let within = r <= factor * (1.0 + 1e-9);
+            (
+                if within {
+                    NoiseVerdict::Within
+                } else {
+                    NoiseVerdict::Exceeds
+                },
+                format!(
+                    "candidate deviation {} / noise deviation {} = {r:.3} {} {factor} over {steps} step(s)",
+                    pct(candidate_dev),
+                    pct(noise_dev),
+                    if within { "≤" } else { ">" }
+                ),
+            )
+        }
+    };
+    noise.points = Vec::new();
+    Ok((
+        NoiseFloor {
+            path: noise.path,
+            values: noise.values,
+            steps,
+            steps_compared: pairs.len(),
+            noise_dev,
+            candidate_dev,
+            ratio,
+            factor,
+            tail,
+            noise_final_dev: ((fnz - fb) / fb).abs(),
+            candidate_final_dev: ((fc - fb) / fb).abs(),
+            verdict,
+            rule,
+            reason,
+            same_file: same,
+            gate: options.noise_gate,
+        },
+        warnings,
+    ))
 }
 
 /// A candidate that covers fewer steps than the baseline has stopped early (or logs less

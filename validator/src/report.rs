@@ -371,6 +371,67 @@ pub fn figure_rows(cmp: &Comparison) -> Vec<(String, String)> {
     rows
 }
 
+/// The noise-floor table rows (empty without a noise run).
+pub fn noise_rows(cmp: &Comparison) -> Vec<(String, String)> {
+    let Some(n) = &cmp.noise else {
+        return Vec::new();
+    };
+    vec![
+        (
+            "noise run (second baseline)".to_string(),
+            format!(
+                "{} ({} values; {} of {} compared steps used)",
+                n.path.display(),
+                n.values,
+                n.steps,
+                n.steps_compared
+            ),
+        ),
+        (
+            "noise deviation, mean \\|n−b\\|/\\|b\\|".to_string(),
+            pct(n.noise_dev),
+        ),
+        (
+            "candidate deviation, mean \\|c−b\\|/\\|b\\|".to_string(),
+            pct(n.candidate_dev),
+        ),
+        (
+            "ratio candidate / noise".to_string(),
+            match n.ratio {
+                Some(r) => format!("{r:.3} (limit {})", n.factor),
+                None => "undefined (noise deviation is 0)".to_string(),
+            },
+        ),
+        (
+            format!(
+                "final value deviation (last {} steps) noise / candidate",
+                n.tail
+            ),
+            format!(
+                "{} / {}",
+                pct(n.noise_final_dev),
+                pct(n.candidate_final_dev)
+            ),
+        ),
+    ]
+}
+
+/// The noise verdict line (None without a noise run).
+fn noise_line(cmp: &Comparison) -> Option<String> {
+    let n = cmp.noise.as_ref()?;
+    Some(format!(
+        "noise floor: {} — {} ({}; {})",
+        n.verdict.words(),
+        n.reason,
+        n.rule,
+        if n.gate {
+            "--noise-gate: this verdict decides pass/fail"
+        } else {
+            "reported only: the exit code follows the rule above"
+        }
+    ))
+}
+
 fn verdict_line(cmp: &Comparison) -> String {
     let rule = match cmp.verdict.rule {
         Rule::Rel1 { threshold } => format!("rel1, threshold {}", pct(threshold)),
@@ -417,7 +478,7 @@ pub fn text(cmp: &Comparison) -> String {
         cmp.candidate.lines,
         cmp.candidate.malformed,
     );
-    for (k, v) in figure_rows(cmp) {
+    for (k, v) in figure_rows(cmp).into_iter().chain(noise_rows(cmp)) {
         s.push_str(&format!("  {:<58} {}\n", k.replace("\\|", "|"), v));
     }
     for l in unmatched_lines(cmp, 10) {
@@ -428,6 +489,10 @@ pub fn text(cmp: &Comparison) -> String {
     }
     s.push_str(&verdict_line(cmp));
     s.push('\n');
+    if let Some(l) = noise_line(cmp) {
+        s.push_str(&l);
+        s.push('\n');
+    }
     s
 }
 
@@ -452,10 +517,13 @@ pub fn markdown(cmp: &Comparison, command: &str) -> String {
         cmp.candidate.values
     ));
     s.push_str("| figure | value |\n|---|---|\n");
-    for (k, v) in figure_rows(cmp) {
+    for (k, v) in figure_rows(cmp).into_iter().chain(noise_rows(cmp)) {
         s.push_str(&format!("| {k} | {v} |\n"));
     }
     s.push_str(&format!("\n**{}**\n\n", verdict_line(cmp)));
+    if let Some(l) = noise_line(cmp) {
+        s.push_str(&format!("**{l}**\n\n"));
+    }
     for w in &cmp.verdict.warnings {
         s.push_str(&format!("> warning: {w}\n\n"));
     }
@@ -502,7 +570,7 @@ pub fn html(cmp: &Comparison, command: &str, curves: &str, rel: &str) -> String 
         cmp.candidate.values
     ));
     s.push_str("<table><tr><th>figure</th><th>value</th></tr>\n");
-    for (k, v) in figure_rows(cmp) {
+    for (k, v) in figure_rows(cmp).into_iter().chain(noise_rows(cmp)) {
         s.push_str(&format!(
             "<tr><td>{}</td><td>{}</td></tr>\n",
             esc(&k.replace("\\|", "|")),
@@ -515,6 +583,9 @@ pub fn html(cmp: &Comparison, command: &str, curves: &str, rel: &str) -> String 
         if cmp.verdict.pass { "pass" } else { "fail" },
         esc(&verdict_line(cmp))
     ));
+    if let Some(l) = noise_line(cmp) {
+        s.push_str(&format!("<p><strong>{}</strong></p>\n", esc(&l)));
+    }
     for w in &cmp.verdict.warnings {
         s.push_str(&format!("<p>warning: {}</p>\n", esc(w)));
     }

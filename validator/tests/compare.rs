@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use validator::compare::{compare_files, Align, CompareError, Options, Rule};
+use validator::compare::{compare_files, Align, CompareError, NoiseVerdict, Options, Rule};
 use validator::report;
 
 fn fixtures() -> Option<PathBuf> {
@@ -898,5 +898,250 @@ fn tqdm_lines_over_a_mebibyte_are_read_after_the_last_cr() {
                 "no metric records in 7 lines: 6 of them are longer than the 1 MiB line limit, even their text after the last `\\r`, and were not read"
             ),
         "{msg}"
+    );
+}
+
+/// Mean |x−b|/|b| over the first `n` steps, computed here independently of `compare`.
+fn mean_rel_dev(b: &[f64], x: &[f64], n: usize) -> f64 {
+    (0..n).map(|i| ((x[i] - b[i]) / b[i]).abs()).sum::<f64>() / n as f64
+}
+
+/// issue #15 item 6: a second baseline run (another seed) gives the noise floor; the
+/// candidate's mean |relative deviation| is judged against factor × the noise run's.
+#[test]
+fn noise_floor_judges_the_candidate_against_another_seed() {
+    let t = tempfile::tempdir().unwrap();
+    let path = |n: &str| t.path().join(n);
+    let b = losses(100, 1.0);
+    let seed2: Vec<f64> = b
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v * (1.0 + 0.004 * (i as f64).sin()))
+        .collect();
+    let inside: Vec<f64> = b
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v * (1.0 + 0.003 * (i as f64).cos()))
+        .collect();
+    let outside: Vec<f64> = b.iter().map(|v| v * 1.009).collect();
+    for (name, v) in [
+        ("cuda.log", &b),
+        ("seed2.log", &seed2),
+        ("inside.log", &inside),
+        ("outside.log", &outside),
+    ] {
+        write_log(&path(name), v, tcap_line);
+    }
+    let with_noise = |noise: &str, gate: bool| Options {
+        noise: Some(path(noise)),
+        noise_gate: gate,
+        ..Options::default()
+    };
+    let noise_dev = mean_rel_dev(&b, &seed2, 100);
+
+    // Inside the noise: within, figures as computed independently (to 1e-12).
+    let cmp = compare_files(
+        &path("cuda.log"),
+        &path("inside.log"),
+        &with_noise("seed2.log", true),
+    )
+    .unwrap();
+    let n = cmp.noise.as_ref().unwrap();
+    assert_eq!((n.steps, n.steps_compared, n.values), (100, 100, 100));
+    assert!((n.noise_dev - noise_dev).abs() < 1e-12, "{}", n.noise_dev);
+    let cand_dev = mean_rel_dev(&b, &inside, 100);
+    assert!((n.candidate_dev - cand_dev).abs() < 1e-12);
+    assert!((n.ratio.unwrap() - cand_dev / noise_dev).abs() < 1e-9);
+    assert!(n.ratio.unwrap() < 1.0, "{:?}", n.ratio);
+    assert_eq!(n.verdict, NoiseVerdict::Within, "{}", n.reason);
+    assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
+    let text = report::text(&cmp);
+    assert!(
+        text.contains("noise floor: within run-to-run variation — candidate deviation"),
+        "{text}"
+    );
+
+    // Clearly outside (0.9%: passes the 1% rule) — reported as exceeding; the exit verdict
+    // stays the rule's unless noise_gate.
+    let cmp = compare_files(
+        &path("cuda.log"),
+        &path("outside.log"),
+        &with_noise("seed2.log", false),
+    )
+    .unwrap();
+    let n = cmp.noise.as_ref().unwrap();
+    assert_eq!(n.verdict, NoiseVerdict::Exceeds, "{}", n.reason);
+    assert!(
+        (n.candidate_dev - 0.009).abs() < 1e-12,
+        "{}",
+        n.candidate_dev
+    );
+    assert!(n.ratio.unwrap() > 2.0);
+    assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
+    assert!(report::text(&cmp).contains("noise floor: exceeds run-to-run variation"));
+    let gated = compare_files(
+        &path("cuda.log"),
+        &path("outside.log"),
+        &with_noise("seed2.log", true),
+    )
+    .unwrap();
+    assert!(!gated.verdict.pass);
+    assert!(gated.verdict.rule_pass);
+    assert!(
+        gated
+            .verdict
+            .reason
+            .starts_with("--noise-gate: the noise verdict is \"exceeds run-to-run variation\""),
+        "{}",
+        gated.verdict.reason
+    );
+    // A larger factor admits it.
+    let loose = Options {
+        noise_factor: 4.0,
+        ..with_noise("seed2.log", true)
+    };
+    let cmp = compare_files(&path("cuda.log"), &path("outside.log"), &loose).unwrap();
+    assert_eq!(cmp.noise.as_ref().unwrap().verdict, NoiseVerdict::Within);
+    assert!(cmp.verdict.pass);
+
+    // report.md, report.html and summary.json carry the noise object.
+    let dir = path("report");
+    report::write_report(&dir, &gated, "modelzoo compare …").unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let nz = &json["noise"];
+    assert_eq!(nz["path"], path("seed2.log").to_str().unwrap());
+    assert_eq!(nz["steps"], 100);
+    assert_eq!(nz["verdict"], "exceeds");
+    assert_eq!(nz["gate"], true);
+    assert!((nz["noise_dev"].as_f64().unwrap() - noise_dev).abs() < 1e-12);
+    assert!(nz["ratio"].as_f64().unwrap() > 2.0);
+    assert!(nz["rule"].as_str().unwrap().contains("at most 2 ×"));
+    assert_eq!(json["pass"], false);
+    let md = fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("| noise deviation, mean \\|n−b\\|/\\|b\\| |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**noise floor: exceeds run-to-run variation"),
+        "{md}"
+    );
+    let html = fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<td>ratio candidate / noise</td>"));
+    assert!(html.contains("noise floor: exceeds run-to-run variation"));
+    // Without a noise run: no noise rows, `noise` null.
+    let plain =
+        compare_files(&path("cuda.log"), &path("outside.log"), &Options::default()).unwrap();
+    assert!(plain.noise.is_none());
+    assert!(!report::text(&plain).contains("noise"));
+    let json: serde_json::Value = serde_json::from_str(&report::summary_json(&plain, "c")).unwrap();
+    assert!(json["noise"].is_null());
+}
+
+/// The noise run's edge cases: zero variation (a copy, or the baseline file itself), a
+/// shorter run, an unreadable path, no step in common.
+#[test]
+fn noise_floor_edge_cases_are_stated() {
+    let t = tempfile::tempdir().unwrap();
+    let path = |n: &str| t.path().join(n);
+    let b = losses(100, 1.0);
+    let cand: Vec<f64> = b.iter().map(|v| v * 1.002).collect();
+    write_log(&path("cuda.log"), &b, tcap_line);
+    write_log(&path("sdaa.log"), &cand, tcap_line);
+    write_log(&path("copy.log"), &b, tcap_line);
+    let seed2: Vec<f64> = b[..60]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v * (1.0 + 0.004 * (i as f64).sin()))
+        .collect();
+    write_log(&path("short.log"), &seed2, tcap_line);
+    let run = |noise: PathBuf, gate: bool| {
+        compare_files(
+            &path("cuda.log"),
+            &path("sdaa.log"),
+            &Options {
+                noise: Some(noise),
+                noise_gate: gate,
+                ..Options::default()
+            },
+        )
+    };
+
+    // Zero variation: the floor is 0, the ratio undefined (null), no NaN or inf printed.
+    for noise in [path("copy.log"), path("cuda.log")] {
+        let cmp = run(noise.clone(), false).unwrap();
+        let n = cmp.noise.as_ref().unwrap();
+        assert_eq!(n.verdict, NoiseVerdict::Undefined);
+        assert_eq!(n.noise_dev, 0.0);
+        assert!(n.ratio.is_none());
+        assert!(n
+            .reason
+            .contains("the noise floor is zero, so comparing against it is meaningless"));
+        let text = report::text(&cmp);
+        assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+        assert!(text.contains("undefined (noise deviation is 0)"), "{text}");
+        assert!(cmp.verdict.pass, "reported only without the gate");
+        let json: serde_json::Value =
+            serde_json::from_str(&report::summary_json(&cmp, "c")).unwrap();
+        assert!(json["noise"]["ratio"].is_null());
+        assert_eq!(json["noise"]["verdict"], "undefined");
+        let same_warned = cmp
+            .verdict
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("baseline and noise run are the same file"));
+        assert_eq!(
+            same_warned,
+            noise == path("cuda.log"),
+            "{:?}",
+            cmp.verdict.warnings
+        );
+        assert_eq!(n.same_file, noise == path("cuda.log"));
+        // Under the gate an unmeasurable floor does not pass.
+        assert!(!run(noise, true).unwrap().verdict.pass);
+    }
+
+    // A shorter noise run: measured on the 60 common steps, and said so.
+    let cmp = run(path("short.log"), false).unwrap();
+    let n = cmp.noise.as_ref().unwrap();
+    assert_eq!((n.steps, n.steps_compared, n.values), (60, 100, 60));
+    assert!((n.noise_dev - mean_rel_dev(&b, &seed2, 60)).abs() < 1e-12);
+    assert!(
+        (n.candidate_dev - 0.002).abs() < 1e-12,
+        "{}",
+        n.candidate_dev
+    );
+    assert!(
+        cmp.verdict
+            .warnings
+            .iter()
+            .any(|w| w == "the noise run covers 60 of the 100 compared steps: the noise floor is measured on those"),
+        "{:?}",
+        cmp.verdict.warnings
+    );
+    assert!(report::text(&cmp).contains("short.log (60 values; 60 of 100 compared steps used)"));
+
+    // Unreadable: an error naming the noise log.
+    let err = run(path("missing.log"), false).unwrap_err();
+    assert!(
+        matches!(err, CompareError::Read { role: "noise", .. }),
+        "{err}"
+    );
+    assert!(err.to_string().starts_with("noise log "), "{err}");
+    assert!(err.to_string().contains("missing.log"), "{err}");
+
+    // No step in common with the baseline: an error, not a NaN floor.
+    write_log(&path("epoch9.log"), &b, |it, v| {
+        format!("TCAPPDLL 2025-05-15 14:20:10.930385 - Epoch: 9 Iteration: {it}  rank : 0  train.loss : {v}  train.ips : 10.0 imgs/s")
+    });
+    let err = run(path("epoch9.log"), false).unwrap_err();
+    assert!(
+        matches!(err, CompareError::Read { role: "noise", .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("none of its 100 values of `train.loss` is at a step the baseline and candidate were compared on"),
+        "{err}"
     );
 }

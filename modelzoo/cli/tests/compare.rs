@@ -246,3 +246,118 @@ fn stopped_run_fails_and_same_file_warns() {
     let help = modelzoo(&["compare", "--help"]);
     assert!(String::from_utf8_lossy(&help.stdout).contains("--allow-partial"));
 }
+
+/// issue #15 item 6 through the CLI: --noise reports the candidate against a second baseline
+/// run beside the 1% verdict; the exit code follows the 1% rule unless --noise-gate.
+#[test]
+fn noise_run_reports_run_to_run_variation() {
+    let t = tempfile::tempdir().unwrap();
+    let b = log(t.path(), "cuda.log", 100, 1.0);
+    let seed2 = log(t.path(), "seed2.log", 100, 1.004); // 0.4% run-to-run
+    let inside = log(t.path(), "inside.log", 100, 1.005); // 0.5%: ratio 1.25
+    let outside = log(t.path(), "outside.log", 100, 1.009); // 0.9%: ratio 2.25, passes 1%
+    let copy = log(t.path(), "copy.log", 100, 1.0);
+    let short = log(t.path(), "short.log", 60, 1.004);
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let run = |cand: &PathBuf, noise: &PathBuf, extra: &[&str]| {
+        let mut args = vec![
+            "compare".to_string(),
+            "--baseline".into(),
+            s(&b),
+            "--candidate".into(),
+            s(cand),
+            "--noise".into(),
+            s(noise),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        modelzoo(&args)
+    };
+
+    let out = run(&inside, &seed2, &["--noise-gate"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("ratio candidate / noise"), "{stdout}");
+    assert!(stdout.contains("1.250 (limit 2)"), "{stdout}");
+    assert!(
+        stdout.contains("noise floor: within run-to-run variation — candidate deviation 0.5000% / noise deviation 0.4000% = 1.250 ≤ 2 over 100 step(s)"),
+        "{stdout}"
+    );
+
+    // Outside the noise: reported, exit 0 (the 1% rule passes) — 1 under --noise-gate.
+    let out = run(&outside, &seed2, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("PASS (rel1"), "{stdout}");
+    assert!(
+        stdout.contains("noise floor: exceeds run-to-run variation")
+            && stdout.contains("reported only: the exit code follows the rule above"),
+        "{stdout}"
+    );
+    let out = run(&outside, &seed2, &["--noise-gate"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("FAIL (rel1, threshold 1.0000%): --noise-gate"));
+    let out = run(&outside, &seed2, &["--noise-gate", "--noise-factor", "3"]);
+    assert_eq!(out.status.code(), Some(0));
+
+    // --json carries the noise object.
+    let out = run(&outside, &seed2, &["--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["noise"]["verdict"], "exceeds");
+    assert_eq!(json["noise"]["steps"], 100);
+    assert!((json["noise"]["ratio"].as_f64().unwrap() - 2.25).abs() < 1e-6);
+
+    // Zero variation: stated, exit 0 without the gate, 1 with it.
+    let out = run(&inside, &copy, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("the noise floor is zero, so comparing against it is meaningless"),
+        "{stdout}"
+    );
+    assert_eq!(
+        run(&inside, &copy, &["--noise-gate"]).status.code(),
+        Some(1)
+    );
+    // The baseline file itself: warned.
+    let out = run(&inside, &b, &[]);
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("warning: baseline and noise run are the same file"));
+
+    // A shorter noise run: measured on the common steps, said so.
+    let out = run(&inside, &short, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("(60 values; 60 of 100 compared steps used)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("warning: the noise run covers 60 of the 100 compared steps"),
+        "{stdout}"
+    );
+
+    // Unusable: a missing noise log, a bad factor, --noise-gate without --noise: exit 2.
+    let out = run(&inside, &t.path().join("missing.log"), &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: noise log ") && stderr.contains("missing.log"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        run(&inside, &seed2, &["--noise-factor", "0"]).status.code(),
+        Some(2)
+    );
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &s(&b),
+        "--candidate",
+        &s(&inside),
+        "--noise-gate",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,8 +1,9 @@
 //! `modelzoo compare` — compare a candidate (SDAA) training log against a baseline (CUDA) log.
 //!
 //! Exit codes: 0 the rule passes, 1 it fails (a candidate covering fewer steps than the
-//! baseline fails unless --allow-partial), 2 unusable input (unreadable file, metric absent, no
-//! common steps, report directory not writable).
+//! baseline fails unless --allow-partial; with --noise-gate, a candidate beyond the noise floor
+//! fails too), 2 unusable input (unreadable file, metric absent, no common steps, a noise run
+//! sharing no step, report directory not writable).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,6 +59,17 @@ pub struct Args {
     /// steps it has, instead of failing it.
     #[arg(long)]
     pub allow_partial: bool,
+    /// A second baseline run (same device and configuration, another seed): report whether the
+    /// candidate deviates from the baseline more than this run does (the noise floor).
+    #[arg(long, value_name = "LOG")]
+    pub noise: Option<PathBuf>,
+    /// Within run-to-run variation: candidate mean |c−b|/|b| ≤ F × noise mean |n−b|/|b|.
+    #[arg(long, value_name = "F", default_value_t = compare::NOISE_FACTOR, value_parser = parse_factor)]
+    pub noise_factor: f64,
+    /// Fail (exit 1) when the candidate is not within run-to-run variation, as well as when the
+    /// rule fails. Without it the noise verdict is reported only.
+    #[arg(long, requires = "noise")]
+    pub noise_gate: bool,
     /// Write report.md, report.html, curves.svg, rel_error.svg and summary.json here.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
@@ -84,6 +96,13 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+fn parse_factor(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` must be a finite number above 0 (e.g. 2)")),
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.tail == 0 {
         anyhow::bail!("--tail must be at least 1");
@@ -103,6 +122,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             RuleArg::ModelzooLoss => Rule::ModelzooLoss,
         },
         allow_partial: args.allow_partial,
+        noise: args.noise.clone(),
+        noise_factor: args.noise_factor,
+        noise_gate: args.noise_gate,
     };
     let cmp = compare::compare_files(&args.baseline, &args.candidate, &options)?;
     let command = command_line();
