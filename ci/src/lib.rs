@@ -268,10 +268,17 @@ pub fn run_all(
     Ok(results.into_iter().flatten().collect())
 }
 
+/// `<work_dir>/<name>`, absolute: the command runs in the model's directory, so a relative
+/// `{output_dir}` would put its output somewhere other than the directory CI clears and reads.
+fn model_out_dir(opts: &Options, entry: &ModelEntry) -> PathBuf {
+    let dir = opts.work_dir.join(&entry.name);
+    std::path::absolute(&dir).unwrap_or(dir)
+}
+
 /// A model the check never got to (interrupted before it started).
 fn not_run(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> ModelResult {
     let skip = || Stage::Skip("not run: interrupted".into());
-    let out_dir = opts.work_dir.join(&entry.name);
+    let out_dir = model_out_dir(opts, entry);
     ModelResult {
         name: entry.name.clone(),
         dir: yaml.model_dir(entry),
@@ -290,7 +297,7 @@ pub fn check_model(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> Mode
     let dir = yaml.model_dir(entry);
     tracing::info!(model = %entry.name, dir = %dir.display(), "checking");
     let layout = layout_stage(yaml, &dir);
-    let out_dir = opts.work_dir.join(&entry.name);
+    let out_dir = model_out_dir(opts, entry);
     let console = out_dir.join("console.log");
     let command = entry.command_for(&opts.device, &out_dir);
     let (run, log) = if !entry.devices.iter().any(|d| d == &opts.device) {

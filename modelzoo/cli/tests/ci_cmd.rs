@@ -125,6 +125,43 @@ fn ci_reports_and_exit_codes() {
     assert!(stderr.contains("missing.yaml"), "{stderr}");
 }
 
+/// A relative `--work-dir` names one place for the run, the clearing and the log check: run
+/// twice, the second run starts from an empty output dir (the command refuses a used one, as
+/// run_<model> refuses a directory holding checkpoints) and nothing lands in the model's dir.
+#[test]
+fn a_relative_work_dir_is_the_one_output_dir_and_is_cleared_between_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    zoo_with(root, &[("good", "good", 60)]);
+    let yaml_path = root.join("model_config/model.yaml");
+    let yaml = std::fs::read_to_string(&yaml_path).unwrap().replace(
+        "command: sh train.sh",
+        "command: test ! -e {output_dir}/used && touch {output_dir}/used && sh train.sh",
+    );
+    std::fs::write(&yaml_path, yaml).unwrap();
+    for round in 1..=2 {
+        let out = Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+            .args(["ci", "--model-yaml", "model_config/model.yaml"])
+            .args(["--device", "cpu", "--work-dir", "work"])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "round {round}: {text}");
+        assert!(text.contains("1 passed"), "round {round}: {text}");
+    }
+    assert!(root.join("work/good/used").is_file());
+    assert!(root.join("work/good/train.log").is_file());
+    assert!(
+        !root.join("NLP/good/work").exists(),
+        "the run wrote into the model's directory"
+    );
+}
+
 #[test]
 fn ctrl_c_kills_the_running_command_group_and_exits_130() {
     let tmp = tempfile::tempdir().unwrap();
