@@ -215,32 +215,7 @@ fn two_workers_on_the_sdaa_emulator_through_tccl() {
 #[test]
 fn a_killed_worker_ends_the_job_nonzero_within_a_minute() {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = job(dir.path(), 100_000, free_port());
-    args.extend(["--nproc_per_node", "2"].map(String::from));
-    let freq = args.iter().position(|a| a == "--logging_freq").unwrap();
-    args[freq + 1] = "1".into();
-    let mut launcher = command(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until training runs (a step of rank 1 logged), then kill rank 1.
-    let stdout = launcher.stdout.take().unwrap();
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
-    let started = Instant::now();
-    while let Some(Ok(line)) = lines.next() {
-        if line.contains("rank : 1  train.loss") || started.elapsed() > Duration::from_secs(120) {
-            break;
-        }
-    }
-    std::thread::spawn(move || lines.for_each(drop));
-    let workers = workers_of(launcher.id());
-    assert_eq!(workers.len(), 2, "{workers:?}");
-    let worker = workers
-        .iter()
-        .find(|&&(_, rank)| rank == 1)
-        .map(|&(pid, _)| pid)
-        .expect("rank 1 is running");
+    let (launcher, workers, worker) = two_workers_training(dir.path());
     let killed = Instant::now();
     kill9(worker);
     let o = launcher.wait_with_output().unwrap();
@@ -252,6 +227,42 @@ fn a_killed_worker_ends_the_job_nonzero_within_a_minute() {
         err.contains("worker rank 1") && err.contains("signal 9 (SIGKILL)"),
         "names the rank and its status: {err}"
     );
+    assert_none_outlived(&workers);
+}
+
+/// A long 2-worker job under its launcher, once rank 1 has logged a training step: the
+/// launcher (stderr piped, stdout drained), every worker's (pid, rank), and rank 1's pid.
+fn two_workers_training(out: &Path) -> (Child, Vec<(u32, usize)>, u32) {
+    let mut args = job(out, 100_000, free_port());
+    args.extend(["--nproc_per_node", "2"].map(String::from));
+    let freq = args.iter().position(|a| a == "--logging_freq").unwrap();
+    args[freq + 1] = "1".into();
+    let mut launcher = command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = launcher.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let started = Instant::now();
+    while let Some(Ok(line)) = lines.next() {
+        if line.contains("rank : 1  train.loss") || started.elapsed() > Duration::from_secs(120) {
+            break;
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    let workers = workers_of(launcher.id());
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let rank1 = workers
+        .iter()
+        .find(|&&(_, rank)| rank == 1)
+        .map(|&(pid, _)| pid)
+        .expect("rank 1 is running");
+    (launcher, workers, rank1)
+}
+
+/// No worker of the job is left running.
+fn assert_none_outlived(workers: &[(u32, usize)]) {
     for (pid, rank) in workers {
         assert!(
             !Path::new(&format!("/proc/{pid}")).exists(),
@@ -302,30 +313,7 @@ fn kill9(pid: u32) {
 #[test]
 fn a_worker_ended_by_sigterm_interrupts_the_job_with_130() {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = job(dir.path(), 100_000, free_port());
-    args.extend(["--nproc_per_node", "2"].map(String::from));
-    let freq = args.iter().position(|a| a == "--logging_freq").unwrap();
-    args[freq + 1] = "1".into();
-    let mut launcher = command(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = launcher.stdout.take().unwrap();
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
-    let started = Instant::now();
-    while let Some(Ok(line)) = lines.next() {
-        if line.contains("rank : 1  train.loss") || started.elapsed() > Duration::from_secs(120) {
-            break;
-        }
-    }
-    std::thread::spawn(move || lines.for_each(drop));
-    let workers = workers_of(launcher.id());
-    let worker = workers
-        .iter()
-        .find(|&&(_, rank)| rank == 1)
-        .map(|&(pid, _)| pid)
-        .expect("rank 1 is running");
+    let (launcher, workers, worker) = two_workers_training(dir.path());
     let status = Command::new("kill")
         .args(["-TERM", &worker.to_string()])
         .status()
@@ -338,12 +326,7 @@ fn a_worker_ended_by_sigterm_interrupts_the_job_with_130() {
         err.contains("interrupted: worker rank 1") && !err.contains("failed"),
         "says the job was interrupted, by which rank: {err}"
     );
-    for (pid, rank) in workers {
-        assert!(
-            !Path::new(&format!("/proc/{pid}")).exists(),
-            "rank {rank} (pid {pid}) outlived the job"
-        );
-    }
+    assert_none_outlived(&workers);
 }
 
 /// A --master_addr that does not resolve is said to be that, at once — not "not reachable"
