@@ -69,11 +69,11 @@ build_c libtecodnn_ext.so versions.c -DEMU_TECODNN_EXT
 build_c libtecorand.so versions.c -DEMU_TECORAND
 
 plugin="$out/libtorch_sdaa.so"
-if needs "$plugin" "$src/torch_sdaa_plugin.cpp" "$out/libsdaart.so" "$0"; then
+if needs "$plugin" "$src/torch_sdaa_plugin.cpp" "$src/perturb.cpp" "$src/perturb.h" "$out/libsdaart.so" "$0"; then
     echo "build-emulator: libtorch_sdaa.so (C++ against libtorch, ~1 min)"
     g++ -O1 -fPIC -shared -std=c++17 -D_GLIBCXX_USE_CXX11_ABI=1 \
         -I"$torch_inc" -I"$torch_inc/torch/csrc/api/include" \
-        -Wl,-soname,libtorch_sdaa.so -o "$plugin.tmp" "$src/torch_sdaa_plugin.cpp" \
+        -Wl,-soname,libtorch_sdaa.so -o "$plugin.tmp" "$src/torch_sdaa_plugin.cpp" "$src/perturb.cpp" \
         -L"$out" -lsdaart -L"$torch_lib" -ltorch_cpu -lc10 \
         -Wl,-rpath,'$ORIGIN' -Wl,-rpath,"$torch_lib"
     mv "$plugin.tmp" "$plugin"

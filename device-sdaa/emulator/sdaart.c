@@ -108,6 +108,28 @@ EXPORT sdaaError_t sdaaFree(void* ptr) {
   return sdaaSuccess;
 }
 
+/* Emulator-internal (no SDAA counterpart, not in the header): the torch plugin adopts a host
+ * buffer an op's CPU kernel allocated as device memory without copying it; these charge and
+ * credit the device's budget for it, so sdaaMemGetInfo and the cap see it like an allocation. */
+EXPORT sdaaError_t sdaaEmuAdopt(size_t size, int device) {
+  if (device < 0) device = current_device;
+  if (device >= device_count()) return sdaaErrorInvalidDevice;
+  pthread_mutex_lock(&lock);
+  if (used[device] + size > total_bytes()) {
+    pthread_mutex_unlock(&lock);
+    return sdaaErrorMemoryAllocation;
+  }
+  used[device] += size;
+  pthread_mutex_unlock(&lock);
+  return sdaaSuccess;
+}
+
+EXPORT void sdaaEmuRelease(size_t size, int device) {
+  pthread_mutex_lock(&lock);
+  used[device] -= size;
+  pthread_mutex_unlock(&lock);
+}
+
 /* kind is ignored: every emulated pointer is host-addressable. */
 EXPORT sdaaError_t sdaaMemcpy(void* dst, const void* src, size_t count, int kind) {
   (void)kind;

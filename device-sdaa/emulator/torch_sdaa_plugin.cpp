@@ -2,12 +2,15 @@
 //
 // Registers libtorch's PrivateUse1 device under the name "sdaa", as the vendor's torch_sdaa
 // plugin does, backed by host memory from the emulator's libsdaart.so (so sdaaMemGetInfo sees
-// every tensor): an allocator, a device guard, the factory/view/copy kernels, and the CPU
-// fallback for every other op (so results equal the CPU's bit for bit). Autocast on
+// every tensor): an allocator, a device guard, the factory/view/copy kernels, and a fallback
+// that runs every other op's CPU kernel in place on the device memory (no copies; results equal
+// the CPU's bit for bit). Low-precision GEMMs and convolutions compute as tensor cores do: fp32
+// kernels on the fp16/bf16 operands, outputs rounded back (see `TensorCoreScope`). Autocast on
 // PrivateUse1 gets CUDA's cast policies; every other op falls through (see the end).
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/CPUFallback.h>
@@ -19,8 +22,11 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
+#include "perturb.h"
+
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 extern "C" {
@@ -30,6 +36,9 @@ int sdaaGetDevice(int* device);
 int sdaaMallocOnDevice(void** ptr, size_t size, int device);
 int sdaaFree(void* ptr);
 const char* sdaaGetErrorString(int error);
+// Emulator-internal (sdaart.c): charge / credit a device for a host buffer adopted as its memory.
+int sdaaEmuAdopt(size_t size, int device);
+void sdaaEmuRelease(size_t size, int device);
 
 // Read by device-sdaa for the "Torch-SDAA" row of `modelzoo env`.
 __attribute__((visibility("default"))) const char* torch_sdaa_version() {
@@ -49,6 +58,8 @@ int current_device() {
 
 struct EmulatorAllocator final : at::Allocator {
   at::DataPtr allocate(size_t nbytes) override {
+    const std::string& bad_knob = sdaa_emulator::perturb_error();
+    TORCH_CHECK(bad_knob.empty(), bad_knob);
     int device = current_device();
     void* data = nullptr;
     if (nbytes > 0) {
@@ -122,18 +133,87 @@ REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &allocator);
 constexpr c10::DispatchKeySet kSdaaKeys(c10::DispatchKey::PrivateUse1);
 
 // A CPU tensor aliasing an sdaa tensor's memory (the emulator's device memory is host memory).
+// Its storage is resizable through the CPU allocator, so an out= kernel may grow it: the grown
+// buffer is then host memory that `host_fallback` copies back into the device tensor.
 at::Tensor host_alias(const at::Tensor& t) {
   if (t.device().type() != kSdaa) return t;
-  at::DataPtr data = c10::InefficientStdFunctionContext::makeDataPtr(
-      t.storage().mutable_data_ptr().get(), [](void*) {}, at::kCPU);
-  c10::Storage storage{c10::Storage::use_byte_size_t{}, t.storage().nbytes(), std::move(data),
-                       /*allocator=*/nullptr, /*resizable=*/false};
+  c10::Storage storage{c10::Storage::use_byte_size_t{}, t.storage().nbytes(),
+                       at::DataPtr(t.storage().mutable_data_ptr().get(), at::kCPU),
+                       c10::GetCPUAllocator(), /*resizable=*/true};
   at::Tensor alias = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
   alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides());
   alias.unsafeGetTensorImpl()->set_storage_offset(t.storage_offset());
   return alias;
 }
+
+// An sdaa tensor over the memory of `host`, a CPU tensor an op's kernel just produced, without
+// copying it (the emulator's device memory is host memory). The device storage keeps the host
+// storage alive and charges its bytes to the device, so memory info and the cap see it. Outputs
+// sharing one host storage share one device storage (`adopted` remembers them per op).
+using Adopted = std::vector<std::pair<const c10::StorageImpl*, c10::Storage>>;
+
+at::Tensor adopt(const at::Tensor& host, const at::Device& device, Adopted& adopted) {
+  if (!host.defined() || host.device().type() == kSdaa) return host;
+  if (!host.is_cpu() || host.layout() != at::kStrided) return host.to(device);
+  const c10::Storage& source = host.storage();
+  const c10::StorageImpl* key = source.unsafeGetStorageImpl();
+  c10::Storage storage;
+  for (const auto& [impl, done] : adopted) {
+    if (impl == key) storage = done;
+  }
+  if (!storage) {
+    const size_t nbytes = source.nbytes();
+    const int index = device.index() < 0 ? current_device() : device.index();
+    int rc = sdaaEmuAdopt(nbytes, index);
+    TORCH_CHECK(rc == 0, "SDAA emulator: cannot allocate ", nbytes, " bytes on sdaa:", index,
+                ": ", sdaaGetErrorString(rc));
+    at::DataPtr data = c10::InefficientStdFunctionContext::makeDataPtr(
+        const_cast<void*>(source.data()),
+        [keep = source, nbytes, index](void*) { sdaaEmuRelease(nbytes, index); },
+        at::Device(kSdaa, static_cast<c10::DeviceIndex>(index)));
+    storage = c10::Storage(c10::Storage::use_byte_size_t{}, nbytes, std::move(data), &allocator,
+                           /*resizable=*/true);
+    adopted.emplace_back(key, storage);
+  }
+  at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), kSdaaKeys,
+                                                          host.dtype());
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(host.sizes(), host.strides());
+  t.unsafeGetTensorImpl()->set_storage_offset(host.storage_offset());
+  return t;
+}
+
+at::Tensor adopt(const at::Tensor& host, const at::Device& device) {
+  Adopted adopted;
+  return adopt(host, device, adopted);
+}
+
+// Tensor-core numerics for one GEMM or convolution: fp16/bf16 operands are widened to fp32
+// (exactly), the fp32 CPU kernel accumulates in fp32, and floating outputs are rounded back to
+// the operands' dtype — what CUDA's tensor cores compute, and far faster than the CPU's own
+// fp16 kernels (which fall back to a naive im2col convolution).
+struct TensorCoreScope {
+  std::optional<at::ScalarType> low;  // the operands' low-precision dtype, if any
+
+  TensorCoreScope() = default;
+  explicit TensorCoreScope(std::initializer_list<const at::Tensor*> operands) {
+    for (const at::Tensor* t : operands) see(*t);
+  }
+  void see(const at::Tensor& t) {
+    if (t.defined() && is_low(t.scalar_type())) low = t.scalar_type();
+  }
+  static bool is_low(at::ScalarType s) { return s == at::kHalf || s == at::kBFloat16; }
+  at::Tensor widen(const at::Tensor& t) const {
+    return low && t.defined() && is_low(t.scalar_type()) ? t.to(at::kFloat) : t;
+  }
+  std::optional<at::Tensor> widen(const std::optional<at::Tensor>& t) const {
+    if (t.has_value()) return widen(*t);
+    return t;
+  }
+  at::Tensor round(const at::Tensor& t) const {
+    return low && t.defined() && t.scalar_type() == at::kFloat ? t.to(*low) : t;
+  }
+};
 
 at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<at::Layout>, std::optional<at::Device> device,
@@ -152,6 +232,7 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   TORCH_CHECK(self.device().type() == kSdaa || self.is_cpu(),
               "SDAA emulator copies only between cpu and sdaa, not from ", self.device());
   TORCH_CHECK(dst.device().type() == kSdaa || dst.is_cpu(),
@@ -203,16 +284,21 @@ at::Tensor& set_storage_offset(at::Tensor& result, c10::Storage storage, int64_t
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   host_alias(self).fill_(value);
   return self;
 }
 
 at::Tensor& zero(at::Tensor& self) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   host_alias(self).zero_();
   return self;
 }
 
-at::Scalar local_scalar_dense(const at::Tensor& self) { return host_alias(self).item(); }
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
+  return host_alias(self).item();
+}
 
 // Per-device generators: CPU generators tagged as sdaa (ops run on the host anyway).
 struct EmulatorGenerator : public at::CPUGeneratorImpl {
@@ -278,39 +364,43 @@ struct RegisterHooks {
 } register_hooks;
 
 // Convolutions reach backends other than CPU/CUDA as *_overrideable ops, whose default kernel
-// only throws (so the boxed CPU fallback cannot serve them): run the CPU convolution on host
-// aliases of the operands, which picks the very kernel a CPU tensor would get.
-at::Tensor to_sdaa(const at::Tensor& host, const at::Device& device) {
-  return host.defined() ? host.to(device) : host;
-}
-
+// only throws (so the boxed fallback cannot serve them): run the CPU convolution on host
+// aliases of the operands, which picks the very kernel a CPU tensor would get — in fp32 for
+// fp16/bf16 operands, as tensor cores compute.
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias,
                                     at::IntArrayRef stride, at::IntArrayRef padding,
                                     at::IntArrayRef dilation, bool transposed,
                                     at::IntArrayRef output_padding, int64_t groups) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   std::optional<at::Tensor> host_bias;
   if (bias.has_value() && bias->defined()) host_bias = host_alias(*bias);
-  at::Tensor out = at::convolution(host_alias(input), host_alias(weight), host_bias, stride,
-                                   padding, dilation, transposed, output_padding, groups);
-  return to_sdaa(out, input.device());
+  TensorCoreScope tc({&input, &weight});
+  at::Tensor out =
+      at::convolution(tc.widen(host_alias(input)), tc.widen(host_alias(weight)),
+                      tc.widen(host_bias), stride, padding, dilation, transposed, output_padding,
+                      groups);
+  return adopt(tc.round(out), input.device());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   std::optional<std::vector<int64_t>> bias_sizes;
   if (output_mask[2]) {
     bias_sizes = std::vector<int64_t>{transposed ? weight.size(1) * groups : weight.size(0)};
   }
   at::OptionalIntArrayRef bias_ref =
       bias_sizes ? at::OptionalIntArrayRef(*bias_sizes) : std::nullopt;
+  TensorCoreScope tc({&grad_output, &input, &weight});
   auto [gi, gw, gb] = at::convolution_backward(
-      host_alias(grad_output), host_alias(input), host_alias(weight), bias_ref, stride, padding,
-      dilation, transposed, output_padding, groups, output_mask);
+      tc.widen(host_alias(grad_output)), tc.widen(host_alias(input)),
+      tc.widen(host_alias(weight)), bias_ref, stride, padding, dilation, transposed,
+      output_padding, groups, output_mask);
   const auto& device = input.device();
-  return {to_sdaa(gi, device), to_sdaa(gw, device), to_sdaa(gb, device)};
+  return {adopt(tc.round(gi), device), adopt(tc.round(gw), device), adopt(tc.round(gb), device)};
 }
 
 // native_batch_norm updates running_mean/running_var in place, but its schema declares no
@@ -326,11 +416,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> host_native_batch_norm(
     const at::Tensor& input, const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
     const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, save_mean, save_invstd] = at::native_batch_norm(
       host_alias(input), host_alias_opt(weight), host_alias_opt(bias),
       host_alias_opt(running_mean), host_alias_opt(running_var), training, momentum, eps);
+  Adopted adopted;
   const auto& device = input.device();
-  return {to_sdaa(out, device), to_sdaa(save_mean, device), to_sdaa(save_invstd, device)};
+  return {adopt(out, device, adopted), adopt(save_mean, device, adopted),
+          adopt(save_invstd, device, adopted)};
 }
 
 // The .out variant hides the same mutation: compute through the kernel above, then fill the
@@ -351,8 +444,168 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> host_native_batch_norm_out(
   return {out, save_mean, save_invstd};
 }
 
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  at::native::cpu_fallback(op, stack);
+// Ops taking a device (factories) have nothing to alias: they take libtorch's copying CPU
+// fallback (operands to the host, the kernel, results back).
+bool takes_device(const c10::FunctionSchema& schema) {
+  for (const c10::Argument& a : schema.arguments()) {
+    c10::TypePtr type = a.real_type();
+    if (auto opt = type->castRaw<c10::OptionalType>()) type = opt->getElementType();
+    if (type->kind() == c10::TypeKind::DeviceObjType) return true;
+  }
+  return false;
+}
+
+bool is_out_argument(const c10::Argument& a) {
+  return a.kwarg_only() && a.alias_info() != nullptr && a.alias_info()->isWrite();
+}
+
+// GEMMs (functional and out= overloads; in-place ones are named `addmm_` and the like): with
+// fp16/bf16 operands these compute as tensor cores do (see TensorCoreScope).
+bool is_gemm(const c10::FunctionSchema& schema) {
+  static const std::string_view gemms[] = {
+      "aten::mm",     "aten::addmm", "aten::bmm", "aten::baddbmm",          "aten::addbmm",
+      "aten::mv",     "aten::addmv", "aten::dot", "aten::_addmm_activation"};
+  for (std::string_view g : gemms) {
+    if (schema.name() == g) return true;
+  }
+  return false;
+}
+
+// One tensor operand of an op run by `host_fallback`.
+struct Operand {
+  at::Tensor alias;     // what the CPU kernel sees
+  at::Tensor original;  // the caller's tensor
+  bool out;             // an out= argument
+};
+
+// An out= kernel may resize or restride its output: give the sdaa tensor the alias's geometry,
+// and its bytes when the kernel grew the storage into fresh host memory.
+void sync_out(const Operand& o) {
+  at::TensorImpl* impl = o.original.unsafeGetTensorImpl();
+  const c10::Storage& host = o.alias.storage();
+  const c10::Storage& device = o.original.storage();
+  if (host.data() != device.data()) {
+    if (host.nbytes() > device.nbytes()) {
+      device.unsafeGetStorageImpl()->set_data_ptr_noswap(allocator.allocate(host.nbytes()));
+      device.unsafeGetStorageImpl()->set_nbytes(host.nbytes());
+    }
+    std::memcpy(device.mutable_data(), host.data(), host.nbytes());
+  }
+  if (o.alias.sizes() != o.original.sizes() || o.alias.strides() != o.original.strides() ||
+      o.alias.storage_offset() != o.original.storage_offset()) {
+    impl->set_sizes_and_strides(o.alias.sizes(), o.alias.strides());
+    impl->set_storage_offset(o.alias.storage_offset());
+  }
+}
+
+// Every op without an sdaa kernel: its CPU kernel runs on host aliases of the sdaa operands, so
+// results are written straight into device memory and nothing is copied in; fresh outputs are
+// adopted as sdaa tensors (nothing copied out); outputs that alias an operand come back as
+// that operand (in-place and out= ops) or as a view of its device storage.
+//
+// What the emulator runs inside an sdaa kernel stays out of RecordFunction (profilers, dump
+// captures, SDAA_EMU_PERTURB): the op on sdaa is recorded once, as a device kernel is, not
+// again as the CPU ops that emulate it.
+void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  at::DisableRecordFunctionGuard internals;
+  const c10::FunctionSchema& schema = op.schema();
+  if (takes_device(schema)) {
+    at::native::cpu_fallback(op, stack);
+    return;
+  }
+  std::vector<Operand> operands;
+  std::optional<at::Device> device;
+  auto to_host = [&](const at::Tensor& t, bool out) -> at::Tensor {
+    if (!t.defined()) return t;
+    at::Tensor alias = host_alias(t);
+    if (t.device().type() == kSdaa && !device) device = t.device();
+    operands.push_back({alias, t, out});
+    return alias;
+  };
+  const size_t begin = stack->size() - schema.arguments().size();
+  for (size_t i = begin; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      v = to_host(v.toTensor(), is_out_argument(schema.arguments()[i - begin]));
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> host;
+      for (const at::Tensor& t : v.toTensorList()) host.push_back(to_host(t, false));
+      v = std::move(host);
+    } else if (v.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> host;
+      for (const std::optional<at::Tensor>& t : v.toOptionalTensorList()) {
+        host.push_back(t.has_value() ? std::optional<at::Tensor>(to_host(*t, false))
+                                     : std::nullopt);
+      }
+      v = std::move(host);
+    }
+  }
+  if (!device) {  // no sdaa operand at all: nothing to alias
+    at::native::cpu_fallback(op, stack);
+    return;
+  }
+
+  // Tensor-core GEMMs: fp32 operands, and an fp32 stand-in for `out` rounded into it after.
+  TensorCoreScope tc;
+  std::vector<std::pair<at::Tensor, at::Tensor>> wide_outs;  // (stand-in, the out alias)
+  if (is_gemm(schema)) {
+    for (const Operand& o : operands) {
+      if (!o.out) tc.see(o.alias);
+    }
+    for (size_t i = begin; tc.low && i < stack->size(); ++i) {
+      c10::IValue& v = (*stack)[i];
+      if (!v.isTensor()) continue;
+      if (is_out_argument(schema.arguments()[i - begin])) {
+        at::Tensor wide = at::empty({0}, v.toTensor().options().dtype(at::kFloat));
+        wide_outs.emplace_back(wide, v.toTensor());
+        v = wide;
+      } else {
+        v = tc.widen(v.toTensor());
+      }
+    }
+  }
+
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+
+  for (const auto& [wide, out] : wide_outs) {
+    at::native::resize_output(out, wide.sizes());
+    out.copy_(wide);  // rounds to the out dtype
+  }
+  for (const Operand& o : operands) {
+    if (o.out) sync_out(o);
+  }
+  Adopted adopted;
+  auto to_device = [&](at::Tensor out) -> at::Tensor {
+    if (!out.defined()) return out;
+    for (const auto& [wide, alias] : wide_outs) {
+      if (out.is_same(wide)) out = alias;
+    }
+    for (const Operand& o : operands) {
+      if (out.is_same(o.alias)) return o.original;
+    }
+    for (const Operand& o : operands) {
+      if (o.original.device().type() == kSdaa &&
+          out.storage().unsafeGetStorageImpl() == o.alias.storage().unsafeGetStorageImpl()) {
+        at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(
+            c10::Storage(o.original.storage()), kSdaaKeys, out.dtype());
+        view.unsafeGetTensorImpl()->set_sizes_and_strides(out.sizes(), out.strides());
+        view.unsafeGetTensorImpl()->set_storage_offset(out.storage_offset());
+        return view;
+      }
+    }
+    return adopt(tc.round(out), *device, adopted);
+  };
+  const size_t returns = schema.returns().size();
+  for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      v = to_device(v.toTensor());
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> on_device;
+      for (const at::Tensor& t : v.toTensorList()) on_device.push_back(to_device(t));
+      v = std::move(on_device);
+    }
+  }
 }
 
 }  // namespace
@@ -378,7 +631,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
 }
 
 // Autocast on sdaa mirrors libtorch 2.11's registration for CUDA (aten/src/ATen/autocast_mode.cpp,

@@ -4,10 +4,10 @@
 //! 'aten::batch_norm' with arguments from the 'Autocastsdaa' backend".
 //!
 //! Checked here: the dtype each op class gets (as CUDA: convs/matmuls fp16, softmax/losses/norms
-//! fp32, ops in no list keep their input dtype), the banned binary_cross_entropy, and a conv+BN
-//! net whose forward and backward under autocast on sdaa equal, bit for bit, the same net under
-//! autocast(fp16) on CPU (the emulator runs the CPU kernels; conv, linear and batch_norm get the
-//! same policy on both autocast keys).
+//! fp32, ops in no list keep their input dtype), the banned binary_cross_entropy, the tensor-core
+//! numerics of fp16/bf16 GEMMs and convolutions (bit for bit the fp32 CPU kernel on the widened
+//! operands, rounded back), and a conv+BN net under autocast on sdaa close to the same net under
+//! autocast(fp16) on CPU (whose fp16 kernels round differently).
 
 mod common;
 
@@ -141,8 +141,19 @@ fn forward_backward(device: &Device, init: &nn::VarStore, x: &Tensor, y: &Tensor
     (device.to_cpu(&logits), device.to_cpu(&loss), named)
 }
 
+/// `a` and `b` hold the same values, within `rtol` of the largest magnitude in `a`.
+fn assert_close(a: &Tensor, b: &Tensor, rtol: f64, what: &str) {
+    let (a, b) = (a.to_kind(Kind::Double), b.to_kind(Kind::Double));
+    let scale = f64::try_from(a.abs().max()).unwrap().max(1e-6);
+    let diff = f64::try_from((&a - &b).abs().max()).unwrap();
+    assert!(
+        diff <= rtol * scale,
+        "{what}: max |diff| {diff:e} > {rtol} x max |value| {scale:e}"
+    );
+}
+
 #[test]
-fn conv_bn_net_forward_and_backward_under_autocast_equal_cpu_autocast_bit_for_bit() {
+fn conv_bn_net_under_autocast_on_sdaa_is_close_to_cpu_autocast() {
     let d = sdaa();
     let cpu = Device::cpu();
     let x = randn(&[8, 3, 12, 12]) * 3.0 + 1.5;
@@ -153,16 +164,15 @@ fn conv_bn_net_forward_and_backward_under_autocast_equal_cpu_autocast_bit_for_bi
     let (cpu_logits, cpu_loss, cpu_grads) = forward_backward(&cpu, &init, &x, &y);
     let (sdaa_logits, sdaa_loss, sdaa_grads) = forward_backward(&d, &init, &x, &y);
 
-    // The net really ran in fp16 on both, so equality is not two fp32 runs agreeing.
+    // The net really ran in fp16 on both.
     assert_eq!(sdaa_logits.kind(), Kind::Half);
     assert_eq!(cpu_logits.kind(), Kind::Half);
-    assert!(sdaa_logits.equal(&cpu_logits), "logits differ");
+    // fp16 keeps 11 significant bits (2^-11 = 4.9e-4 relative); two convs, two BNs and a
+    // linear layer of rounding differences stay within 1% of the largest value.
+    assert_close(&cpu_logits, &sdaa_logits, 1e-2, "logits");
     let loss = f32::try_from(&sdaa_loss).unwrap();
     assert!(loss.is_finite(), "loss {loss}");
-    assert!(
-        sdaa_loss.equal(&cpu_loss),
-        "loss differs: sdaa {sdaa_loss:?} cpu {cpu_loss:?}"
-    );
+    assert_close(&cpu_loss, &sdaa_loss, 1e-2, "loss");
 
     assert_eq!(
         sdaa_grads.len(),
@@ -177,13 +187,76 @@ fn conv_bn_net_forward_and_backward_under_autocast_equal_cpu_autocast_bit_for_bi
             "{n}: fp32 master weights get fp32 grads"
         );
         assert!(
-            bool::try_from(b.isfinite().all()).unwrap(),
-            "{n}: non-finite gradient"
-        );
-        assert!(
             f64::try_from(b.abs().sum(Kind::Double)).unwrap() > 0.0,
             "{n}: zero gradient"
         );
-        assert!(a.equal(b), "{n}: gradient differs: cpu {a:?} vs sdaa {b:?}");
+        assert_close(a, b, 2e-2, n);
+    }
+}
+
+/// What a tensor core returns for `op` on low-precision operands: the fp32 op on the operands
+/// widened (exactly) to fp32, the result rounded back to `kind` — computed on the CPU.
+fn tensor_core(kind: Kind, operands: &[&Tensor], op: impl Fn(&[Tensor]) -> Tensor) -> Tensor {
+    let wide: Vec<Tensor> = operands.iter().map(|t| t.to_kind(Kind::Float)).collect();
+    op(&wide).to_kind(kind)
+}
+
+#[test]
+fn low_precision_gemms_and_convolutions_compute_as_tensor_cores_do() {
+    let d = sdaa();
+    for kind in [Kind::Half, Kind::BFloat16] {
+        let low = |shape: &[i64]| randn(shape).to_kind(kind);
+        let on = |t: &Tensor| d.to_device(t);
+        let (a, b, c) = (low(&[33, 70]), low(&[70, 17]), low(&[33, 17]));
+        let (p, q, r) = (low(&[4, 9, 70]), low(&[4, 70, 5]), low(&[4, 9, 5]));
+        let cases: Vec<(&str, Tensor, Tensor)> = vec![
+            (
+                "mm",
+                d.to_cpu(&on(&a).mm(&on(&b))),
+                tensor_core(kind, &[&a, &b], |t| t[0].mm(&t[1])),
+            ),
+            (
+                "addmm",
+                d.to_cpu(&on(&c).addmm(&on(&a), &on(&b))),
+                tensor_core(kind, &[&c, &a, &b], |t| t[0].addmm(&t[1], &t[2])),
+            ),
+            (
+                "bmm",
+                d.to_cpu(&on(&p).bmm(&on(&q))),
+                tensor_core(kind, &[&p, &q], |t| t[0].bmm(&t[1])),
+            ),
+            (
+                "baddbmm",
+                d.to_cpu(&on(&r).baddbmm(&on(&p), &on(&q), 1.0, 1.0)),
+                tensor_core(kind, &[&r, &p, &q], |t| {
+                    t[0].baddbmm(&t[1], &t[2], 1.0, 1.0)
+                }),
+            ),
+        ];
+        for (name, got, want) in cases {
+            assert_eq!(got.kind(), kind, "{name} {kind:?}: output dtype");
+            assert!(got.equal(&want), "{name} {kind:?}: not the tensor-core result");
+        }
+
+        // Convolution forward and backward (input and weight gradients).
+        let (x, w, g) = (low(&[2, 5, 9, 9]), low(&[6, 5, 3, 3]), low(&[2, 6, 9, 9]));
+        let conv = |x: &Tensor, w: &Tensor| x.conv2d(w, None::<&Tensor>, [1, 1], [1, 1], [1, 1], 1);
+        let xs = on(&x).set_requires_grad(true);
+        let ws = on(&w).set_requires_grad(true);
+        let ys = conv(&xs, &ws);
+        // d/dy sum(y * g) = g exactly, in either precision.
+        (&ys * on(&g)).sum(Kind::Float).backward();
+        let xf = x.to_kind(Kind::Float).set_requires_grad(true);
+        let wf = w.to_kind(Kind::Float).set_requires_grad(true);
+        (conv(&xf, &wf) * g.to_kind(Kind::Float)).sum(Kind::Float).backward();
+        let pairs = [
+            ("conv forward", d.to_cpu(&ys), conv(&xf, &wf).to_kind(kind)),
+            ("conv input grad", d.to_cpu(&xs.grad()), xf.grad().to_kind(kind)),
+            ("conv weight grad", d.to_cpu(&ws.grad()), wf.grad().to_kind(kind)),
+        ];
+        for (name, got, want) in pairs {
+            assert_eq!(got.kind(), kind, "{name} {kind:?}: dtype");
+            assert!(got.equal(&want), "{name} {kind:?}: not the tensor-core result");
+        }
     }
 }

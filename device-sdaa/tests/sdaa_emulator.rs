@@ -208,3 +208,51 @@ fn sgd_training_steps_on_sdaa_equal_cpu_bit_for_bit() {
         assert!(a.equal(b), "weights of {n} differ after 3 steps");
     }
 }
+
+/// Ops with no sdaa kernel run their CPU kernel on the device memory itself (no copies in or
+/// out): in-place ops keep the tensor's memory, out= ops may resize `out`, views share the
+/// base's memory, and fresh outputs are counted as device memory.
+#[test]
+fn ops_without_a_kernel_run_in_place_on_device_memory() {
+    let d = sdaa();
+    let x = Tensor::arange(24, (Kind::Float, tch::Device::Cpu)).reshape([4, 6]);
+    let on = d.to_device(&x);
+
+    // In place: same memory, new values.
+    let before = on.data_ptr();
+    let mut inplace = on.copy();
+    let ptr = inplace.data_ptr();
+    let _ = inplace.g_add_scalar_(1.5);
+    assert_eq!(inplace.data_ptr(), ptr, "add_ moved the tensor");
+    assert!(d.to_cpu(&inplace).equal(&(&x + 1.5)));
+    assert_eq!(on.data_ptr(), before);
+
+    // out= with an output of the wrong size: resized on the device, right values.
+    let b = Tensor::arange(18, (Kind::Float, tch::Device::Cpu)).reshape([6, 3]);
+    let out = d.to_device(&Tensor::zeros([1], (Kind::Float, tch::Device::Cpu)));
+    let got = on.mm_out(&out, &d.to_device(&b));
+    assert!(d.holds(&out) && d.holds(&got));
+    assert_eq!(out.size(), [4, 3]);
+    assert!(d.to_cpu(&out).equal(&x.mm(&b)));
+
+    // A view computed by the fallback (unfold has no sdaa kernel) aliases the base.
+    let view = on.unfold(1, 2, 2);
+    assert!(d.holds(&view));
+    assert_eq!(view.data_ptr(), on.data_ptr());
+    assert!(d.to_cpu(&view).equal(&x.unfold(1, 2, 2)));
+
+    // A fresh output (a convolution's) is device memory until dropped.
+    let free = || d.memory_info().unwrap().free;
+    let img = d.to_device(&Tensor::ones([1, 1, 256, 256], (Kind::Float, tch::Device::Cpu)));
+    let w = d.to_device(&Tensor::ones([4, 1, 1, 1], (Kind::Float, tch::Device::Cpu)));
+    let idle = free();
+    let y = img.conv2d(&w, None::<&Tensor>, [1, 1], [0, 0], [1, 1], 1);
+    assert!(d.holds(&y));
+    assert!(
+        idle - free() >= 4 * 256 * 256 * 4,
+        "conv output not counted: {idle} -> {}",
+        free()
+    );
+    drop(y);
+    assert_eq!(free(), idle);
+}
