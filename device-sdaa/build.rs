@@ -1,6 +1,8 @@
-// Builds the C++ shim (csrc/shim.cpp) against the libtorch that torch-sys linked, and bakes
-// that libtorch's directory into the run path (build-support/rpath.rs). With the `bindgen`
-// feature, also generates the SDK declarations from $SDAA_HOME/include (see `sdk_bindings`).
+// Builds the C++ shim (csrc/shim.cpp, csrc/dist.cpp) against the libtorch that torch-sys
+// linked, and bakes that libtorch's directory into the run path (build-support/rpath.rs).
+// Also builds the NCCL shim, a separate shared library that src/nccl.rs embeds (see
+// `nccl_shim`). With the `bindgen` feature, also generates the SDK declarations from
+// $SDAA_HOME/include (see `sdk_bindings`).
 mod rpath {
     include!("../build-support/rpath.rs");
     pub fn bake() {
@@ -15,6 +17,7 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     println!("cargo:rerun-if-changed=csrc/dist.cpp");
     println!("cargo:rerun-if-changed=csrc/protect.h");
+    println!("cargo:rerun-if-changed=csrc/handles.h");
     println!("cargo:rerun-if-env-changed=GLOO_INCLUDE_DIR");
     let lib = match std::env::var("DEP_TCH_LIBTORCH_LIB") {
         Ok(lib) => std::path::PathBuf::from(lib),
@@ -59,6 +62,132 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", lib.display());
     println!("cargo:rustc-link-lib=dylib=torch_cpu");
     println!("cargo:rustc-link-lib=dylib=c10");
+    nccl_shim::build(&lib, &include);
+}
+
+/// `$OUT_DIR/libmodelzoo_nccl.so` from csrc/nccl.cpp: c10d's ProcessGroupNCCL, compiled with
+/// `-DUSE_C10D_NCCL` against the CUDA and NCCL headers of the torch wheel's `nvidia/*`
+/// packages and linked against libtorch_cuda, which the crate's own objects never link.
+/// src/nccl.rs embeds the bytes and loads them only for CUDA data parallel. Missing headers
+/// (or a CPU-only libtorch) do not fail the build: the library is left empty, the reason is
+/// written to `$OUT_DIR/nccl_shim_unavailable.txt`, and a CUDA data-parallel run says it.
+mod nccl_shim {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    /// The libraries the NCCL shim links; all are loaded before it at run time.
+    const LIBS: &[&str] = &["torch_cuda", "c10_cuda", "torch_cpu", "c10"];
+    /// The compile definitions libtorch's CMake package gives users of torch_cuda
+    /// (share/cmake/Caffe2/Caffe2Targets.cmake), so the headers see the classes' real layout.
+    const DEFINES: &[&str] = &[
+        "USE_C10D_NCCL",
+        "USE_DISTRIBUTED",
+        "USE_NVSHMEM",
+        "USE_RPC",
+        "USE_TENSORPIPE",
+    ];
+
+    fn dir_from_env(var: &str, default: PathBuf) -> PathBuf {
+        println!("cargo:rerun-if-env-changed={var}");
+        std::env::var_os(var).map(PathBuf::from).unwrap_or(default)
+    }
+
+    /// Each header the build needs, and where it was looked for; `Err` names the missing one.
+    fn check(files: &[(&Path, &str, &str)]) -> Result<(), String> {
+        for (dir, file, remedy) in files {
+            let path = dir.join(file);
+            println!("cargo:rerun-if-changed={}", path.display());
+            if !path.is_file() {
+                return Err(format!("{} is missing ({remedy})", path.display()));
+            }
+        }
+        Ok(())
+    }
+
+    fn compile(lib: &Path, include: &Path, out: &Path) -> Result<(), String> {
+        // torch/lib -> site-packages, where pip puts the nvidia-* wheels torch depends on.
+        let site = lib.join("../..");
+        let nccl = dir_from_env("NCCL_INCLUDE_DIR", site.join("nvidia/nccl/include"));
+        let cuda = dir_from_env("CUDA_INCLUDE_DIR", site.join("nvidia/cu13/include"));
+        let setup = "`make setup` installs the wheel's nvidia-cuda-crt and nvidia-cuda-cccl headers; or set CUDA_INCLUDE_DIR to a CUDA toolkit's include directory";
+        check(&[
+            (lib, "libtorch_cuda.so", "a CPU-only libtorch has no NCCL"),
+            (
+                &nccl,
+                "nccl.h",
+                "pip package nvidia-nccl, which torch's CUDA wheel depends on; or set NCCL_INCLUDE_DIR",
+            ),
+            (&cuda, "cuda_runtime_api.h", setup),
+            (&cuda, "crt/host_config.h", setup),
+            (&cuda, "nv/target", setup),
+        ])?;
+        let compiler = cc::Build::new().cpp(true).get_compiler();
+        let mut cmd: Command = compiler.to_command();
+        // -g0: the bytes are embedded in every binary; debug info would be most of them.
+        cmd.args([
+            "-shared",
+            "-fPIC",
+            "-g0",
+            "-std=c++17",
+            "-D_GLIBCXX_USE_CXX11_ABI=1",
+        ])
+        .args(["-Wno-unused-parameter", "-Wno-interference-size"])
+        .args(DEFINES.iter().map(|d| format!("-D{d}")))
+        .arg("-I")
+        .arg(include)
+        .arg("-I")
+        .arg(include.join("torch/csrc/api/include"))
+        .arg("-I")
+        .arg(&nccl)
+        .arg("-I")
+        .arg(&cuda)
+        .arg("csrc/nccl.cpp")
+        .arg("-o")
+        .arg(out)
+        // Every symbol resolved now, against the libraries named here, by their sonames:
+        // at run time those are the ones already loaded (no run path is baked in).
+        .args([
+            "-Wl,-soname,libmodelzoo_nccl.so",
+            "-Wl,-z,defs",
+            "-Wl,--no-as-needed",
+        ])
+        .arg(format!("-L{}", lib.display()))
+        .args(LIBS.iter().map(|l| format!("-l{l}")));
+        let output = cmd
+            .output()
+            .map_err(|e| format!("cannot run the C++ compiler ({cmd:?}): {e}"))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let first_error = stderr
+                .lines()
+                .find(|l| l.contains("error"))
+                .unwrap_or("no error line");
+            return Err(format!(
+                "compiling csrc/nccl.cpp failed ({}): {first_error}",
+                output.status
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn build(lib: &Path, include: &Path) {
+        println!("cargo:rerun-if-changed=csrc/nccl.cpp");
+        let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+        let so = out_dir.join("libmodelzoo_nccl.so");
+        let reason = match compile(lib, include, &so) {
+            Ok(()) => String::new(),
+            Err(reason) => {
+                println!(
+                    "cargo:warning=the NCCL shim was not built: {reason}. DDP on CUDA will be unavailable"
+                );
+                let _ = std::fs::write(&so, b"");
+                reason
+            }
+        };
+        if let Err(e) = std::fs::write(out_dir.join("nccl_shim_unavailable.txt"), reason) {
+            panic!("writing {}: {e}", out_dir.display());
+        }
+    }
 }
 
 /// Feature `bindgen`: the SDK declarations of `src/bindings.rs`, generated from the SDK's C

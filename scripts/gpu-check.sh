@@ -28,7 +28,7 @@ declare -A what=(
     [resnet50-bs256]="the same at bs 256"
     [resnet50-bs256-channels-last]="the same at bs 256, AMP, --channels_last on both sides"
     [gpt345m-bf16]="run_gpt gpt_345m_single_card.yaml, bf16 autocast, batch 8 x seq 1024: tokens/s and MFU vs PyTorch eager (scripts/bench/gpt_e2e.py, same model and recipe)"
-    [ddp-nccl-1gpu]="run_resnet resnet50 bs 64 AMP as a 1-process data-parallel job (torchrun's environment: ProcessGroupNCCL + Reducer) vs no DDP: overhead, target < 3%"
+    [ddp-nccl-1gpu]="run_resnet resnet50 bs 64 AMP as a 1-process data-parallel job (torchrun's environment: ProcessGroupNCCL from the NCCL shim embedded in run_resnet, + Reducer) vs no DDP: overhead, target < 3%"
     [compare-cuda-cpu]="run_resnet resnet18 at 32 px, 30 steps, same seed on cuda and on cpu; \`modelzoo compare\` of the two logs (1% rule)"
 )
 

@@ -30,9 +30,28 @@ if [[ -n "${LIBTORCH:-}" ]]; then
     exit 0
 fi
 
+# DDP on CUDA: device-sdaa's NCCL shim compiles against the CUDA runtime headers of the torch
+# wheel's nvidia-* packages, whose crt/ and nv/target parts come in nvidia-cuda-crt and
+# nvidia-cuda-cccl (headers only; torch does not depend on them). Install the ones of the
+# runtime's major.minor when missing; without them the build goes on with no NCCL shim.
+cuda_headers() {
+    local site inc runtime
+    site=$(compgen -G "$venv/lib/python3*/site-packages" | head -n1) || return 0
+    inc="$site/nvidia/cu13/include"
+    [[ -f $site/torch/lib/libtorch_cuda.so && -f $inc/cuda_runtime_api.h ]] || return 0
+    [[ -f $inc/crt/host_config.h && -f $inc/nv/target ]] && return 0
+    runtime=$(compgen -G "$site/nvidia_cuda_runtime-*.dist-info" | head -n1 | sed -E 's/.*runtime-([0-9]+\.[0-9]+).*/\1/')
+    [[ $runtime =~ ^[0-9]+\.[0-9]+$ ]] || return 0
+    echo "setup: installing nvidia-cuda-crt and nvidia-cuda-cccl ${runtime}.* (CUDA headers for the NCCL shim)"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps \
+        "nvidia-cuda-crt==${runtime}.*" "nvidia-cuda-cccl==${runtime}.*" >"$venv/pip-cuda-headers.log" 2>&1 \
+        || echo "setup: could not install the CUDA headers (pip's output: $venv/pip-cuda-headers.log): DDP on CUDA will be unavailable in this build. Continuing without." >&2
+}
+
 # Fast path: the venv's site-packages already holds torch-$want's dist-info.
 if compgen -G "$venv/lib/python3*/site-packages/torch-$want.dist-info" >/dev/null \
     && [[ -x "$venv/bin/python" ]]; then
+    cuda_headers
     exit 0
 fi
 
@@ -56,3 +75,4 @@ got = torch.__version__.split("+")[0]
 if got != sys.argv[1]:
     sys.exit(f"setup: torch {torch.__version__} installed, {sys.argv[1]} required")
 PY
+cuda_headers

@@ -1,6 +1,7 @@
 // libtorch's c10d for device-sdaa (see src/dist.rs): the rendezvous store, process groups
-// (Gloo on the CPU; an NCCL-shaped collective library — TCCL on SDAA, NCCL on CUDA — behind
-// a c10d Backend) and DDP's own bucketed gradient reducer, `c10d::Reducer`.
+// (Gloo on the CPU; TCCL, an NCCL-shaped collective library, behind a c10d Backend on SDAA;
+// on CUDA, ProcessGroupNCCL from the separate nccl.cpp library) and DDP's own bucketed
+// gradient reducer, `c10d::Reducer`.
 //
 // Same conventions as shim.cpp: tensors arrive as `at::Tensor*`, every entry point returns
 // null or a malloc'ed error string (freed with mzd_free_string), no exception crosses into
@@ -21,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include "handles.h"
 #include "protect.h"
 
 #include <cstdlib>
@@ -50,12 +52,7 @@ struct MzdCclApi {
   const char* (*error_string)(int code);
 };
 
-struct MzdStore {
-  c10::intrusive_ptr<c10d::Store> store;
-};
-struct MzdGroup {
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
-};
+// MzdStore and MzdGroup (handles.h) are shared with nccl.cpp.
 struct MzdReducer {
   std::unique_ptr<c10d::Reducer> reducer;
 };

@@ -1,7 +1,8 @@
 //! Data-parallel communication on libtorch's own c10d (through csrc/dist.cpp): the
 //! `TCPStore` rendezvous, a process group per device — `ProcessGroupGloo` on the CPU, a c10d
-//! `Backend` over the dlopen'ed TCCL on SDAA — and `c10d::Reducer`, the bucketed gradient
-//! reducer `torch.nn.parallel.DistributedDataParallel` runs on. No collective is written here.
+//! `Backend` over the dlopen'ed TCCL on SDAA, `ProcessGroupNCCL` on CUDA (from the NCCL shim,
+//! [`crate::nccl`], loaded only then) — and `c10d::Reducer`, the bucketed gradient reducer
+//! `torch.nn.parallel.DistributedDataParallel` runs on. No collective is written here.
 
 use std::ffi::{c_void, CString};
 use std::os::raw::{c_char, c_int};
@@ -483,9 +484,7 @@ impl ProcessGroup {
                 err
             }
             DeviceKind::Cuda => {
-                return Err(DistError::Unsupported(
-                    "DDP on CUDA (NCCL) is not available in this build: ProcessGroupNCCL lives in libtorch_cuda, which these binaries load at run time only; use --device cpu (Gloo) or sdaa (TCCL)".into(),
-                ));
+                return ProcessGroup::nccl(store, rank, size, timeout, device.ordinal());
             }
         };
         if let Some(m) = error_text(err) {
@@ -498,6 +497,57 @@ impl ProcessGroup {
             size,
             backend,
             _comm: comm,
+        })
+    }
+
+    /// c10d's `ProcessGroupNCCL` (from the NCCL shim, [`crate::nccl`], loaded now with
+    /// libtorch_cuda if not yet) over `store`, this rank working on CUDA device `ordinal`
+    /// (made the current device). Every rank must call this. `timeout` bounds each
+    /// collective (NCCL's watchdog). [`ProcessGroup::new`] calls it for a CUDA device; the
+    /// error is clear, never a crash, when no CUDA GPU is visible.
+    pub fn nccl(
+        store: &Store,
+        rank: usize,
+        size: usize,
+        timeout: Duration,
+        ordinal: usize,
+    ) -> Result<ProcessGroup, DistError> {
+        let backend = "nccl";
+        let fail = |message: String| DistError::Group {
+            backend,
+            rank,
+            size,
+            message,
+        };
+        let group_new = crate::nccl::group_new().map_err(|e| {
+            DistError::Unsupported(format!(
+                "DDP on CUDA needs c10d's ProcessGroupNCCL, which did not load: {e}"
+            ))
+        })?;
+        let mut raw: *mut c_void = std::ptr::null_mut();
+        // SAFETY: live store (dist.cpp's `MzdStore*`, the type the shim reads through the
+        // shared csrc/handles.h); `raw` receives a dist.cpp `MzdGroup*` on success.
+        let err = unsafe {
+            group_new(
+                store.raw.as_ptr().cast(),
+                rank as c_int,
+                size as c_int,
+                millis(timeout),
+                ordinal as c_int,
+                &mut raw,
+            )
+        };
+        if let Some(m) = error_text(err) {
+            return Err(fail(first_line(&m).to_string()));
+        }
+        let raw = NonNull::new(raw.cast::<MzdGroup>())
+            .ok_or_else(|| fail("the NCCL shim returned no group".into()))?;
+        Ok(ProcessGroup {
+            raw,
+            rank,
+            size,
+            backend,
+            _comm: None,
         })
     }
 

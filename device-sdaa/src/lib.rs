@@ -14,6 +14,7 @@ pub mod bindings;
 pub mod cuda;
 pub mod dist;
 mod error;
+pub mod nccl;
 pub mod report;
 pub mod sdaa;
 mod shim;

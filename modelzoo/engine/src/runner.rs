@@ -63,6 +63,10 @@ pub fn start<E: std::fmt::Display>(
     let Some(plan) = plan else {
         return Ok(args);
     };
+    if let Err(e) = check_cuda_job(&args, &plan) {
+        eprintln!("{program}: error: {e}");
+        return Err(ExitCode::from(2));
+    }
     let result = std::env::current_exe()
         .map_err(|e| {
             launch::LaunchError::Usage(format!("cannot find this program to start workers: {e}"))
@@ -81,6 +85,34 @@ pub fn start<E: std::fmt::Display>(
             eprintln!("{program}: error: {e}");
             ExitCode::from(e.exit_code())
         }
+    })
+}
+
+/// A CUDA data-parallel job's GPUs, checked by the launcher before any worker starts (a
+/// missing GPU is bad input, exit 2, not N failed workers): every worker's card must exist —
+/// `cuda:0` .. `cuda:N-1` for a bare `--device cuda`, else the one named.
+fn check_cuda_job(args: &ResolvedArgs, plan: &LaunchPlan) -> Result<(), String> {
+    let Some(Ok(spec)) = args.string("device").map(str::parse::<DeviceSpec>) else {
+        return Ok(()); // not a device spec: the workers report it
+    };
+    if spec.kind != device_sdaa::DeviceKind::Cuda {
+        return Ok(());
+    }
+    let last = spec.index.unwrap_or(plan.nproc_per_node - 1);
+    let need = DeviceSpec {
+        kind: device_sdaa::DeviceKind::Cuda,
+        index: Some(last),
+    };
+    let needed = match spec.index {
+        None => format!("one CUDA device each, cuda:0 to cuda:{last}"),
+        Some(i) => format!("CUDA device cuda:{i}"),
+    };
+    Device::open(need).map(drop).map_err(|e| {
+        format!(
+            "--device {} with --nproc_per_node {}: the workers need {needed} (DDP over NCCL): {e}",
+            args.string("device").unwrap_or("cuda"),
+            plan.nproc_per_node
+        )
     })
 }
 

@@ -195,6 +195,25 @@ fn torchrun_no_python_launches_the_binary() {
     assert!(text.contains("joined through 127.0.0.1:"), "{text}");
 }
 
+/// `--device cuda` data parallel (NCCL) where no GPU is visible: the launcher says so and
+/// exits 2 before starting any worker. Where GPUs are visible the job runs instead.
+#[test]
+fn cuda_job_without_a_gpu_exits_2_before_starting_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = job(dir.path(), 2, free_port());
+    args.extend(["--nproc_per_node", "2", "--device", "cuda"].map(String::from));
+    let (o, text) = output(&mut command(&args));
+    if o.status.success() {
+        assert!(text.contains("nccl process group"), "{text}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("no CUDA GPU is visible"), "{text}");
+    assert!(text.contains("--nproc_per_node 2"), "{text}");
+    assert!(!text.contains("starting 2 workers"), "{text}");
+    assert!(!text.contains("not available in this build"), "{text}");
+}
+
 #[test]
 fn two_workers_on_the_sdaa_emulator_through_tccl() {
     let dir = tempfile::tempdir().unwrap();
