@@ -1,5 +1,5 @@
 //! What the SDAA emulator costs: one training step (forward + backward + SGD) of a small conv
-//! net on `cpu` and on `sdaa` (emulator: every op is a CPU kernel behind a host copy), side by
+//! net on `cpu` and on `sdaa` (emulator: every op is the CPU kernel on the device memory), side by
 //! side, and a 2-rank-free TCCL check is left to the tests. Needs `make build` (the emulator).
 
 use std::path::PathBuf;
