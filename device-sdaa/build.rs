@@ -1,4 +1,4 @@
-// Builds the C++ shim (csrc/shim.cpp, csrc/dist.cpp) against the libtorch that torch-sys
+// Builds the C++ shim (csrc/shim.cpp, csrc/dist.cpp, csrc/capture.cpp) against the libtorch that torch-sys
 // linked, and bakes that libtorch's directory into the run path (build-support/rpath.rs).
 // Also builds the NCCL shim, a separate shared library that src/nccl.rs embeds (see
 // `nccl_shim`). With the `bindgen` feature, also generates the SDK declarations from
@@ -16,6 +16,7 @@ fn main() {
     sdk_bindings::generate();
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     println!("cargo:rerun-if-changed=csrc/dist.cpp");
+    println!("cargo:rerun-if-changed=csrc/capture.cpp");
     println!("cargo:rerun-if-changed=csrc/protect.h");
     println!("cargo:rerun-if-changed=csrc/handles.h");
     println!("cargo:rerun-if-env-changed=GLOO_INCLUDE_DIR");
@@ -52,10 +53,14 @@ fn main() {
         .cpp(true)
         .file("csrc/shim.cpp")
         .file("csrc/dist.cpp")
+        .file("csrc/capture.cpp")
         .include(&include)
         .include(include.join("torch/csrc/api/include"))
         .flag("-std=c++17")
         .define("_GLIBCXX_USE_CXX11_ABI", "1")
+        // As the release libtorch was built: headers such as ATen/record_function.h add
+        // members and debug-only checks without NDEBUG, which would not match the library.
+        .define("NDEBUG", None)
         .flag_if_supported("-Wno-unused-parameter")
         .warnings(false)
         .compile("modelzoo_device_shim");

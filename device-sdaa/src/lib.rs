@@ -11,8 +11,10 @@
 //! and never ask tch for the `device()` of an SDAA tensor (it reports `Mps`).
 
 pub mod bindings;
+pub mod capture;
 pub mod cuda;
 pub mod dist;
+pub mod dump;
 mod error;
 pub mod nccl;
 pub mod report;

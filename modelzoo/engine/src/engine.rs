@@ -330,6 +330,8 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             ddp.start(&self.all_vars, &trainable)?;
         }
         let rank = self.ddp.as_ref().map_or(0, |d| d.world.rank as u64);
+        crate::dump::check(&s.dump, rank as u32, start_step, total)?;
+        let mut dumping = None;
         self.declare_metrics();
         let bar = progress_bar(s.progress, total, self.counters.step);
         let timeline = driver::Timeline::start(&mut *self.sink);
@@ -362,6 +364,9 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                             .wrapping_add(self.counters.step.wrapping_mul(1_000_003))
                             .wrapping_add(rank.wrapping_mul(0x9E37_79B9)),
                     );
+                    let (step, dev) = (self.counters.step + 1, self.device);
+                    dumping =
+                        crate::dump::begin_if_due(&s.dump, step, rank as u32, dev, &self.all_vars)?;
                 }
                 // Gradients are averaged over the ranks on the last micro-batch of a step.
                 let sync = micro + 1 == accum;
@@ -379,8 +384,8 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 let module = &mut self.module;
                 let loss = self
                     .device
-                    .autocast_with(amp, dtype, &mut || module.training_step(&batch))
-                    .to_kind(Kind::Float);
+                    .autocast_with(amp, dtype, &mut || module.training_step(&batch));
+                let loss = crate::dump::at_least_f32(&loss);
                 if let (Some(ddp), true) = (self.ddp.as_mut(), sync) {
                     ddp.before_backward()?;
                 }
@@ -404,6 +409,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                     continue;
                 }
                 micro = 0;
+                dumping.take().map(crate::dump::StepDump::end).transpose()?;
                 lr = self.optimizer_step(total)?;
                 self.counters.step += 1;
                 let step = self.counters.step;

@@ -8,6 +8,7 @@ pub mod data;
 pub mod device;
 pub mod dist;
 pub mod driver;
+pub mod dump;
 mod engine;
 pub mod launch;
 pub mod optim;
@@ -19,6 +20,7 @@ mod settings;
 pub use data::{BatchSource, Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
 pub use device::TrainDevice;
 pub use dist::{DataParallel, WorldInfo};
+pub use dump::{at_least_f32, DumpLevel, DumpSettings, Fp64Device};
 pub use engine::{
     install_signal_handlers, BasicModule, Engine, EvalOutput, FitSummary, MetricSink, StepInfo,
 };
@@ -72,6 +74,9 @@ pub enum EngineError {
     /// Rendezvous, process group or collective failure in a data-parallel run.
     #[error("data parallel: {0}")]
     Distributed(String),
+    /// Writing the `--dump` of a step failed (I/O, the capture): exit 1.
+    #[error("precision dump: {0}")]
+    Dump(String),
 }
 
 impl EngineError {
@@ -89,7 +94,8 @@ impl EngineError {
             | EngineError::Checkpoint { .. }
             | EngineError::NonFiniteLoss { .. }
             | EngineError::Device { .. }
-            | EngineError::Distributed(_) => 1,
+            | EngineError::Distributed(_)
+            | EngineError::Dump(_) => 1,
         }
     }
 }

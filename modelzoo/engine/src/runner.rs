@@ -14,7 +14,9 @@ use run_scripts_template::{ArgSpec, ResolvedArgs};
 use tch::Kind;
 
 use crate::launch::{self, LaunchPlan};
-use crate::{DataParallel, EngineError, EngineSettings, MetricSink, Precision, WorldInfo};
+use crate::{
+    DataParallel, EngineError, EngineSettings, MetricSink, Precision, TrainDevice, WorldInfo,
+};
 
 /// The start of every `run_<model>` binary: diagnostics through `tracing` on stderr (`RUST_LOG`
 /// honoured, `info` by default, never on stdout with the metric lines; coloured only when
@@ -231,6 +233,7 @@ pub fn settings_from_args(
         };
     }
     s.rank = dllogger::rank_from_env().unwrap_or(0) as i64;
+    s.dump = crate::dump::from_args(args)?;
     Ok(s)
 }
 
@@ -396,6 +399,20 @@ pub fn settle_amp(settings: &mut EngineSettings, amp_dtype: &str, device_default
             dtype,
             loss_scale: (dtype == Kind::Half).then_some(65536.0),
         };
+    }
+}
+
+/// The device the engine trains on: `device` itself, or with `--dump_dtype fp64` the float64
+/// arbiter over it ([`crate::Fp64Device`]; `fp64` holds it for the run).
+pub fn train_device<'a>(
+    device: &'a dyn TrainDevice,
+    settings: &EngineSettings,
+    fp64: &'a mut Option<crate::Fp64Device<'a>>,
+) -> &'a dyn TrainDevice {
+    if settings.dump.as_ref().is_some_and(|d| d.fp64) {
+        fp64.insert(crate::Fp64Device(device))
+    } else {
+        device
     }
 }
 

@@ -42,6 +42,8 @@ pub struct EngineSettings {
     pub rank: i64,
     /// Show a progress bar (only when stderr is a terminal).
     pub progress: bool,
+    /// `--dump`: write a precision dump of one step.
+    pub dump: Option<crate::DumpSettings>,
 }
 
 impl Default for EngineSettings {
@@ -61,6 +63,7 @@ impl Default for EngineSettings {
             seed: 42,
             rank: 0,
             progress: true,
+            dump: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! incremental decoding. Variable names follow Hugging Face GPT-2 (`wte`, `h.0.attn.c_attn`,
 //! ...), so checkpoints read like the ones people know.
 
+use device_sdaa::capture;
 use tch::nn::{self, Init, Module};
 use tch::{Kind, Tensor};
 
@@ -57,8 +58,19 @@ impl KvCache {
     }
 }
 
+/// The dump scopes of a block's modules (`h.0`, `h.0.ln_1`, `h.0.attn`, ...).
+#[derive(Debug)]
+struct BlockNames {
+    block: String,
+    ln_1: String,
+    attn: String,
+    ln_2: String,
+    mlp: String,
+}
+
 #[derive(Debug)]
 struct Block {
+    names: BlockNames,
     ln_1: nn::LayerNorm,
     c_attn: nn::Linear,
     attn_proj: nn::Linear,
@@ -131,6 +143,13 @@ impl Gpt {
             .map(|i| {
                 let b = p / "h" / i;
                 Block {
+                    names: BlockNames {
+                        block: format!("h.{i}"),
+                        ln_1: format!("h.{i}.ln_1"),
+                        attn: format!("h.{i}.attn"),
+                        ln_2: format!("h.{i}.ln_2"),
+                        mlp: format!("h.{i}.mlp"),
+                    },
                     ln_1: layer_norm(&b / "ln_1", h),
                     c_attn: linear(&b / "attn" / "c_attn", h, 3 * h, std),
                     attn_proj: linear(&b / "attn" / "c_proj", h, h, resid_std),
@@ -197,7 +216,9 @@ impl Gpt {
             .to_kind(Kind::Int64)
             .cumsum(0, Kind::Int64)
             + (past - 1);
-        let mut x = self.wte.forward(ids) + self.wpe.forward(&positions);
+        // Dump scopes are the var-store paths (Hugging Face GPT-2's module names).
+        let tokens = capture::module("wte", ids, || self.wte.forward(ids));
+        let mut x = tokens + capture::module("wpe", &positions, || self.wpe.forward(&positions));
         x = x.dropout(self.config.hidden_dropout_prob, train);
         let heads = self.config.num_attention_heads;
         let hd = self.config.hidden_size / heads;
@@ -216,56 +237,65 @@ impl Gpt {
             0.0
         };
         for (i, block) in self.blocks.iter().enumerate() {
-            let qkv = block.c_attn.forward(&x.apply(&block.ln_1));
-            let split = qkv.split(self.config.hidden_size, 2);
-            let heads_of = |t_: &Tensor| t_.view([b, t, heads, hd]).transpose(1, 2);
-            let q = heads_of(&split[0]);
-            let mut k = heads_of(&split[1]);
-            let mut v = heads_of(&split[2]);
-            if let Some(c) = cache.as_mut() {
-                if let Some((pk, pv)) = c.layers[i].take() {
-                    k = Tensor::cat(&[pk, k], 2);
-                    v = Tensor::cat(&[pv, v], 2);
+            let names = &block.names;
+            let _block = capture::scope(&names.block);
+            let h = capture::module(&names.ln_1, &x, || x.apply(&block.ln_1));
+            let y = capture::module(&names.attn, &h, || {
+                let qkv = block.c_attn.forward(&h);
+                let split = qkv.split(self.config.hidden_size, 2);
+                let heads_of = |t_: &Tensor| t_.view([b, t, heads, hd]).transpose(1, 2);
+                let q = heads_of(&split[0]);
+                let mut k = heads_of(&split[1]);
+                let mut v = heads_of(&split[2]);
+                if let Some(c) = cache.as_mut() {
+                    if let Some((pk, pv)) = c.layers[i].take() {
+                        k = Tensor::cat(&[pk, k], 2);
+                        v = Tensor::cat(&[pv, v], 2);
+                    }
+                    c.layers[i] = Some((k.shallow_clone(), v.shallow_clone()));
                 }
-                c.layers[i] = Some((k.shallow_clone(), v.shallow_clone()));
-            }
-            let y = Tensor::scaled_dot_product_attention(
-                &q,
-                &k,
-                &v,
-                mask.as_ref(),
-                attn_p,
-                past == 0,
-                None,
-                false,
-            );
-            let y = y
-                .transpose(1, 2)
-                .contiguous()
-                .view([b, t, self.config.hidden_size]);
-            let y = block
-                .attn_proj
-                .forward(&y)
-                .dropout(self.config.hidden_dropout_prob, train);
+                let y = Tensor::scaled_dot_product_attention(
+                    &q,
+                    &k,
+                    &v,
+                    mask.as_ref(),
+                    attn_p,
+                    past == 0,
+                    None,
+                    false,
+                );
+                let y = y
+                    .transpose(1, 2)
+                    .contiguous()
+                    .view([b, t, self.config.hidden_size]);
+                block
+                    .attn_proj
+                    .forward(&y)
+                    .dropout(self.config.hidden_dropout_prob, train)
+            });
             x = x.g_add(&y);
-            let m = block
-                .c_fc
-                .forward(&x.apply(&block.ln_2))
-                .gelu("tanh")
-                .apply(&block.mlp_proj)
-                .dropout(self.config.hidden_dropout_prob, train);
+            let h = capture::module(&names.ln_2, &x, || x.apply(&block.ln_2));
+            let m = capture::module(&names.mlp, &h, || {
+                block
+                    .c_fc
+                    .forward(&h)
+                    .gelu("tanh")
+                    .apply(&block.mlp_proj)
+                    .dropout(self.config.hidden_dropout_prob, train)
+            });
             x = x.g_add(&m);
         }
-        let x = x.apply(&self.ln_f);
-        Ok(x.linear::<&Tensor>(&self.wte.ws, None))
+        let x = capture::module("ln_f", &x, || x.apply(&self.ln_f));
+        // The output projection shares wte's weight (Hugging Face names it lm_head).
+        Ok(capture::module("lm_head", &x, || {
+            x.linear::<&Tensor>(&self.wte.ws, None)
+        }))
     }
 
     /// Mean next-token cross entropy of `logits` `[b, t, v]` against `labels` `[b, t]`, in fp32.
     pub fn loss(logits: &Tensor, labels: &Tensor) -> Tensor {
         let v = logits.size()[2];
-        logits
-            .reshape([-1, v])
-            .to_kind(Kind::Float)
+        modelzoo_engine::at_least_f32(&logits.reshape([-1, v]))
             .cross_entropy_for_logits(&labels.reshape([-1]))
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use device_sdaa::{Device as RunDevice, DeviceSpec};
 use modelzoo_engine::{
-    install_signal_handlers, runner, BatchSource, Engine, FitSummary, Precision, TrainDevice,
+    install_signal_handlers, runner, BatchSource, Engine, FitSummary, Precision,
 };
 use run_scripts_template::{spec::ArgSpec, ResolvedArgs};
 use tch::nn::VarStore;
@@ -172,7 +172,8 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
     )
     .with_context(|| format!("cannot create metric log {}", json.display()))?;
     let amp = matches!(settings.precision, Precision::Amp { .. });
-    let dev: &dyn TrainDevice = &device;
+    let mut fp64 = None;
+    let dev = runner::train_device(&device, &settings, &mut fp64);
     let (peak, peak_source) = peak_flops(dev, &device.name(), amp);
     let module = GptModule::new(
         &config.model,

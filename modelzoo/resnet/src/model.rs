@@ -5,6 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use device_sdaa::capture;
 use device_sdaa::dist::ProcessGroup;
 use tch::nn::{self, ModuleT};
 use tch::Tensor;
@@ -105,64 +106,122 @@ fn norm(b: &nn::BatchNorm, x: &Tensor, train: bool, sync: Option<&ProcessGroup>)
     }
 }
 
+/// A conv + batch norm pair and their module names (dump scopes).
+#[derive(Debug)]
+struct ConvBn {
+    conv: nn::Conv2D,
+    bn: nn::BatchNorm,
+    conv_name: String,
+    bn_name: String,
+}
+
+impl ConvBn {
+    fn new(conv: nn::Conv2D, bn: nn::BatchNorm, conv_name: String, bn_name: String) -> ConvBn {
+        ConvBn {
+            conv,
+            bn,
+            conv_name,
+            bn_name,
+        }
+    }
+
+    fn forward_t(&self, x: &Tensor, train: bool, sync: Option<&ProcessGroup>) -> Tensor {
+        let y = capture::module(&self.conv_name, x, || x.apply(&self.conv));
+        capture::module(&self.bn_name, &y, || norm(&self.bn, &y, train, sync))
+    }
+}
+
 #[derive(Debug)]
 struct Block {
-    convs: Vec<(nn::Conv2D, nn::BatchNorm)>,
-    downsample: Option<(nn::Conv2D, nn::BatchNorm)>,
+    /// The block's module path (`layer1.0`), its dump scope.
+    name: String,
+    convs: Vec<ConvBn>,
+    downsample: Option<ConvBn>,
 }
 
 impl Block {
-    fn new(p: &nn::Path, bottleneck: bool, cin: i64, planes: i64, stride: i64) -> (Block, i64) {
+    fn new(
+        p: &nn::Path,
+        name: String,
+        bottleneck: bool,
+        cin: i64,
+        planes: i64,
+        stride: i64,
+    ) -> (Block, i64) {
         let expansion = if bottleneck { 4 } else { 1 };
         let cout = planes * expansion;
         let convs = if bottleneck {
             vec![
-                (
+                ConvBn::new(
                     conv(p / "conv1", cin, planes, 1, 1, 0),
                     bn(p / "bn1", planes),
+                    format!("{name}.conv1"),
+                    format!("{name}.bn1"),
                 ),
-                (
+                ConvBn::new(
                     conv(p / "conv2", planes, planes, 3, stride, 1),
                     bn(p / "bn2", planes),
+                    format!("{name}.conv2"),
+                    format!("{name}.bn2"),
                 ),
-                (
+                ConvBn::new(
                     conv(p / "conv3", planes, cout, 1, 1, 0),
                     bn(p / "bn3", cout),
+                    format!("{name}.conv3"),
+                    format!("{name}.bn3"),
                 ),
             ]
         } else {
             vec![
-                (
+                ConvBn::new(
                     conv(p / "conv1", cin, planes, 3, stride, 1),
                     bn(p / "bn1", planes),
+                    format!("{name}.conv1"),
+                    format!("{name}.bn1"),
                 ),
-                (
+                ConvBn::new(
                     conv(p / "conv2", planes, planes, 3, 1, 1),
                     bn(p / "bn2", planes),
+                    format!("{name}.conv2"),
+                    format!("{name}.bn2"),
                 ),
             ]
         };
         let downsample = (stride != 1 || cin != cout).then(|| {
             let d = p / "downsample";
-            (conv(&d / "0", cin, cout, 1, stride, 0), bn(&d / "1", cout))
+            ConvBn::new(
+                conv(&d / "0", cin, cout, 1, stride, 0),
+                bn(&d / "1", cout),
+                format!("{name}.downsample.0"),
+                format!("{name}.downsample.1"),
+            )
         });
-        (Block { convs, downsample }, cout)
+        (
+            Block {
+                name,
+                convs,
+                downsample,
+            },
+            cout,
+        )
     }
 
     fn forward_t(&self, x: &Tensor, train: bool, sync: Option<&ProcessGroup>) -> Tensor {
-        let mut y = x.shallow_clone();
-        let last = self.convs.len() - 1;
-        for (i, (c, b)) in self.convs.iter().enumerate() {
-            y = norm(b, &y.apply(c), train, sync);
-            if i < last {
-                y = y.relu();
+        capture::module(&self.name, x, || {
+            let mut y = x.shallow_clone();
+            let last = self.convs.len() - 1;
+            for (i, cb) in self.convs.iter().enumerate() {
+                y = cb.forward_t(&y, train, sync);
+                if i < last {
+                    y = y.relu();
+                }
             }
-        }
-        let identity = match &self.downsample {
-            Some((c, b)) => norm(b, &x.apply(c), train, sync),
-            None => x.shallow_clone(),
-        };
-        (y + identity).relu()
+            let identity = match &self.downsample {
+                Some(cb) => cb.forward_t(x, train, sync),
+                None => x.shallow_clone(),
+            };
+            (y + identity).relu()
+        })
     }
 }
 
@@ -190,8 +249,15 @@ impl ResNet {
             let lp = p / format!("layer{}", stage + 1);
             for i in 0..n {
                 let stride = if i == 0 && stage > 0 { 2 } else { 1 };
-                let (block, cout) =
-                    Block::new(&(&lp / i.to_string()), bottleneck, cin, planes, stride);
+                let name = format!("layer{}.{i}", stage + 1);
+                let (block, cout) = Block::new(
+                    &(&lp / i.to_string()),
+                    name,
+                    bottleneck,
+                    cin,
+                    planes,
+                    stride,
+                );
                 layers.push(block);
                 cin = cout;
             }
@@ -231,13 +297,17 @@ impl ResNet {
 impl ModuleT for ResNet {
     fn forward_t(&self, x: &Tensor, train: bool) -> Tensor {
         let sync = self.sync_bn.as_ref();
-        let mut y = norm(&self.bn1, &x.apply(&self.conv1), train, sync)
-            .relu()
-            .max_pool2d([3, 3], [2, 2], [1, 1], [1, 1], false);
+        // Dump scopes are the var-store paths (torchvision's module names).
+        let y = capture::module("conv1", x, || x.apply(&self.conv1));
+        let y = capture::module("bn1", &y, || norm(&self.bn1, &y, train, sync)).relu();
+        let mut y = capture::module("maxpool", &y, || {
+            y.max_pool2d([3, 3], [2, 2], [1, 1], [1, 1], false)
+        });
         for b in &self.layers {
             y = b.forward_t(&y, train, sync);
         }
-        y.adaptive_avg_pool2d([1, 1]).flatten(1, -1).apply(&self.fc)
+        let y = capture::module("avgpool", &y, || y.adaptive_avg_pool2d([1, 1])).flatten(1, -1);
+        capture::module("fc", &y, || y.apply(&self.fc))
     }
 }
 

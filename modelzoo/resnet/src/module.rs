@@ -90,7 +90,7 @@ impl BasicModule for ResNetModule {
     }
     fn training_step(&mut self, batch: &ImageBatch) -> Tensor {
         let logits = self.net.forward_t(&batch.images, true);
-        logits.to_kind(Kind::Float).cross_entropy_loss::<Tensor>(
+        modelzoo_engine::at_least_f32(&logits).cross_entropy_loss::<Tensor>(
             &batch.labels,
             None,
             Reduction::Mean,

@@ -8,7 +8,7 @@ use device_sdaa::{Device, DeviceSpec};
 use model_config::fleetx::{self, EngineConfig};
 use modelzoo_engine::{
     install_signal_handlers, runner, Dataset, Engine, EngineError, EngineSettings, FitSummary,
-    Loader, LoaderOptions, TrainDevice,
+    Loader, LoaderOptions,
 };
 use run_scripts_template::{ArgSpec, ResolvedArgs};
 
@@ -348,7 +348,8 @@ pub fn run(args: &ResolvedArgs) -> Result<FitSummary, RunError> {
     );
     let stop = install_signal_handlers()
         .map_err(|e| input(format!("cannot install signal handlers: {e}")))?;
-    let dev: &dyn TrainDevice = &device;
+    let mut fp64 = None;
+    let dev = runner::train_device(&device, &settings, &mut fp64);
     let fitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut engine = Engine::new(
             module,
