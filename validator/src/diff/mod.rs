@@ -32,15 +32,8 @@ pub enum DiffError {
     Read { path: PathBuf, message: String },
     #[error("{path}: {message}")]
     Tensor { path: PathBuf, message: String },
-    #[error("the {other} is not a dump of the same run as the baseline: {field} is `{baseline}` in the baseline ({baseline_path}) and `{value}` in the {other} ({other_path})")]
-    Mismatch {
-        other: &'static str,
-        field: &'static str,
-        baseline: String,
-        value: String,
-        baseline_path: PathBuf,
-        other_path: PathBuf,
-    },
+    #[error("the {} is not a dump of the same run as the baseline: {} is `{}` in the baseline ({}) and `{}` in the {} ({})", .0.other, .0.field, .0.baseline, .0.baseline_path.display(), .0.value, .0.other, .0.other_path.display())]
+    Mismatch(Box<Mismatch>),
     #[error("no record of the baseline ({baseline}, {nb} records) matches one of the candidate ({candidate}, {nc} records), by key or by order, op and shape")]
     NothingPaired {
         baseline: PathBuf,
@@ -50,6 +43,18 @@ pub enum DiffError {
     },
     #[error("cannot write the report in {path}: {message}")]
     Report { path: PathBuf, message: String },
+}
+
+/// Two dumps that are not of the same run: the first field that differs.
+#[derive(Debug)]
+pub struct Mismatch {
+    /// `candidate` or `reference`.
+    pub other: &'static str,
+    pub field: &'static str,
+    pub baseline: String,
+    pub value: String,
+    pub baseline_path: PathBuf,
+    pub other_path: PathBuf,
 }
 
 /// What to diff.
@@ -281,13 +286,15 @@ fn same_run(
     other: &'static str,
     warnings: &mut Vec<String>,
 ) -> Result<(), DiffError> {
-    let mismatch = |field: &'static str, x: String, y: String| DiffError::Mismatch {
-        other,
-        field,
-        baseline: x,
-        value: y,
-        baseline_path: b.path.clone(),
-        other_path: o.path.clone(),
+    let mismatch = |field: &'static str, x: String, y: String| {
+        DiffError::Mismatch(Box::new(Mismatch {
+            other,
+            field,
+            baseline: x,
+            value: y,
+            baseline_path: b.path.clone(),
+            other_path: o.path.clone(),
+        }))
     };
     match (&b.meta.model, &o.meta.model) {
         (Some(x), Some(y)) if x != y => return Err(mismatch("model", x.clone(), y.clone())),
