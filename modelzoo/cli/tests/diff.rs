@@ -149,6 +149,28 @@ fn probe_dumps_diff_clean_and_a_perturbed_weight_is_named() {
     assert!(summary["records"][0]["reference"]["ratio"]
         .as_f64()
         .is_some());
+    // The perturbed candidate is judged against it too: far more than 2× the baseline's error.
+    let out = modelzoo(&[
+        "diff",
+        "--baseline",
+        s(&a),
+        "--candidate",
+        s(&bad),
+        "--reference",
+        s(&r),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &summary["first_divergence"];
+    assert_eq!(
+        first["key"], "aten::convolution#1.forward.input.1",
+        "{first}"
+    );
+    assert!(
+        first["reference"]["ratio"].as_f64().unwrap() > 2.0,
+        "{first}"
+    );
 }
 
 #[test]
