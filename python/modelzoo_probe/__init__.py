@@ -87,11 +87,11 @@ def _stats(t):
     )
 
 
-def _write_npy(path, t):
-    t = t.detach()
+def _write_npy(path, t, data):
+    """Write `t` as .npy; `data` is its host bytes (_host_bytes), reused when its dtype has an
+    .npy descr."""
     if t.dtype not in _NPY:
-        t = t.to(torch.float32 if t.dtype == torch.bfloat16 else torch.float64)
-    t, data = _host_bytes(t)
+        t, data = _host_bytes(t.to(torch.float32 if t.dtype == torch.bfloat16 else torch.float64))
     # repr of a tuple of ints is NumPy's own shape text: (), (5,), (2, 3).
     shape = tuple(int(d) for d in t.shape)
     header = f"{{'descr': '{_NPY[t.dtype]}', 'fortran_order': False, 'shape': {shape!r}, }}"
@@ -121,8 +121,8 @@ class _Probe(TorchDispatchMode):
     def record(self, key, op, call, phase, io, index, scope, t):
         if not _capturable(t):
             return
-        mn, mx, mean, l2, nan, inf = _stats(t)
-        _, data = _host_bytes(t)
+        host, data = _host_bytes(t)
+        mn, mx, mean, l2, nan, inf = _stats(host)
         rec = {
             "key": key,
             "op": op,
@@ -143,7 +143,7 @@ class _Probe(TorchDispatchMode):
         }
         if self.full:
             name = f"{self.seq:06d}_{op.split('::')[-1]}.npy"
-            _write_npy(os.path.join(self.step_dir, "tensors", name), t)
+            _write_npy(os.path.join(self.step_dir, "tensors", name), host, data)
             rec["file"] = f"tensors/{name}"
         self.seq += 1
         self.out.write(json.dumps(rec, allow_nan=False) + "\n")

@@ -108,6 +108,13 @@ class ProbeTest(unittest.TestCase):
         descr, shape, data = read_npy(os.path.join(step_dir, r["file"]))
         self.assertEqual((descr, list(shape)), ("<f4", r["shape"]))
         self.assertEqual(data, struct.pack(f"<{x.numel()}f", *x.flatten().tolist()))
+        # bfloat16 (NumPy has none) is written as float32, its dtype kept in the record.
+        with modelzoo_probe.dump(os.path.join(self.root, "bf16"), name="bf16", tensors="full") as d:
+            torch.full((3,), 1.5, dtype=torch.bfloat16) * 2
+        r = next(v for v in records(d) if v["key"] == "aten::mul#0.forward.output.0")
+        self.assertEqual(r["dtype"], "bfloat16")
+        descr, shape, data = read_npy(os.path.join(d, r["file"]))
+        self.assertEqual((descr, shape, struct.unpack("<3f", data)), ("<f4", (3,), (3.0, 3.0, 3.0)))
 
     def test_module_level(self):
         step_dir, _, _, _ = dump_step(self.root, tensors="stats", level="module")
