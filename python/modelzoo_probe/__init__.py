@@ -293,7 +293,10 @@ def dump(path, model=None, step=0, level="op", tensors="stats", name=None, rank=
         torch.nn.modules.module.register_module_forward_hook(scopes.post),
     ]
     try:
-        with probe:
+        # The step as a RecordFunction user scope: the SDAA emulator's SDAA_EMU_PERTURB counts
+        # op calls from its start, as this dump does. Entered before the probe, so the scope's
+        # own ops are not recorded.
+        with torch.autograd.profiler.record_function("modelzoo::step"), probe:
             yield step_dir
     finally:
         for h in hooks:
