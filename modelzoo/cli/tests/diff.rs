@@ -231,7 +231,10 @@ fn the_op_the_emulator_perturbs_is_named_as_the_first_divergence() {
     let forward = t.path().join("forward");
     tiny_step_on_emulator(&forward, "aten::convolution#1:bias=0.5");
     let first = first_divergence(&cpu, &forward);
-    assert_eq!(first["key"], "aten::convolution#1.forward.output.0", "{first}");
+    assert_eq!(
+        first["key"], "aten::convolution#1.forward.output.0",
+        "{first}"
+    );
     assert_eq!(first["op"], "aten::convolution", "{first}");
     assert_eq!(first["call"], 1, "{first}");
     assert_eq!(first["scope"], "conv2", "{first}");
