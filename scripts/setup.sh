@@ -48,10 +48,32 @@ cuda_headers() {
         || echo "setup: could not install the CUDA headers (pip's output: $venv/pip-cuda-headers.log): DDP on CUDA will be unavailable in this build. Continuing without." >&2
 }
 
+# modelzoo_probe (python/): the Python capture for `modelzoo diff`, installed into the venv as a
+# plain (not editable) package, again only when its sources changed since the last install.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+install_probe() {
+    local stamp="$venv/.modelzoo_probe.sha256" sum
+    sum=$(cat "$root/python/pyproject.toml" "$root"/python/modelzoo_probe/*.py | sha256sum | cut -d' ' -f1)
+    if [[ -f $stamp && $(<"$stamp") == "$sum" ]] \
+        && compgen -G "$venv/lib/python3*/site-packages/modelzoo_probe-*.dist-info" >/dev/null; then
+        return 0
+    fi
+    echo "setup: installing modelzoo_probe into $venv"
+    local log="$venv/pip-install-modelzoo_probe.log"
+    if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps \
+        --force-reinstall "$root/python" >"$log" 2>&1; then
+        echo "setup: could not install modelzoo_probe from $root/python into $venv (pip's output: $log)" >&2
+        exit 1
+    fi
+    rm -rf "$root/python/build" "$root"/python/*.egg-info
+    echo "$sum" >"$stamp"
+}
+
 # Fast path: the venv's site-packages already holds torch-$want's dist-info.
 if compgen -G "$venv/lib/python3*/site-packages/torch-$want.dist-info" >/dev/null \
     && [[ -x "$venv/bin/python" ]]; then
     cuda_headers
+    install_probe
     exit 0
 fi
 
@@ -76,3 +98,4 @@ if got != sys.argv[1]:
     sys.exit(f"setup: torch {torch.__version__} installed, {sys.argv[1]} required")
 PY
 cuda_headers
+install_probe

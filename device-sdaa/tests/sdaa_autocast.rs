@@ -235,7 +235,10 @@ fn low_precision_gemms_and_convolutions_compute_as_tensor_cores_do() {
         ];
         for (name, got, want) in cases {
             assert_eq!(got.kind(), kind, "{name} {kind:?}: output dtype");
-            assert!(got.equal(&want), "{name} {kind:?}: not the tensor-core result");
+            assert!(
+                got.equal(&want),
+                "{name} {kind:?}: not the tensor-core result"
+            );
         }
 
         // Convolution forward and backward (input and weight gradients).
@@ -248,15 +251,28 @@ fn low_precision_gemms_and_convolutions_compute_as_tensor_cores_do() {
         (&ys * on(&g)).sum(Kind::Float).backward();
         let xf = x.to_kind(Kind::Float).set_requires_grad(true);
         let wf = w.to_kind(Kind::Float).set_requires_grad(true);
-        (conv(&xf, &wf) * g.to_kind(Kind::Float)).sum(Kind::Float).backward();
+        (conv(&xf, &wf) * g.to_kind(Kind::Float))
+            .sum(Kind::Float)
+            .backward();
         let pairs = [
             ("conv forward", d.to_cpu(&ys), conv(&xf, &wf).to_kind(kind)),
-            ("conv input grad", d.to_cpu(&xs.grad()), xf.grad().to_kind(kind)),
-            ("conv weight grad", d.to_cpu(&ws.grad()), wf.grad().to_kind(kind)),
+            (
+                "conv input grad",
+                d.to_cpu(&xs.grad()),
+                xf.grad().to_kind(kind),
+            ),
+            (
+                "conv weight grad",
+                d.to_cpu(&ws.grad()),
+                wf.grad().to_kind(kind),
+            ),
         ];
         for (name, got, want) in pairs {
             assert_eq!(got.kind(), kind, "{name} {kind:?}: dtype");
-            assert!(got.equal(&want), "{name} {kind:?}: not the tensor-core result");
+            assert!(
+                got.equal(&want),
+                "{name} {kind:?}: not the tensor-core result"
+            );
         }
     }
 }

@@ -243,7 +243,10 @@ fn ops_without_a_kernel_run_in_place_on_device_memory() {
 
     // A fresh output (a convolution's) is device memory until dropped.
     let free = || d.memory_info().unwrap().free;
-    let img = d.to_device(&Tensor::ones([1, 1, 256, 256], (Kind::Float, tch::Device::Cpu)));
+    let img = d.to_device(&Tensor::ones(
+        [1, 1, 256, 256],
+        (Kind::Float, tch::Device::Cpu),
+    ));
     let w = d.to_device(&Tensor::ones([4, 1, 1, 1], (Kind::Float, tch::Device::Cpu)));
     let idle = free();
     let y = img.conv2d(&w, None::<&Tensor>, [1, 1], [0, 0], [1, 1], 1);

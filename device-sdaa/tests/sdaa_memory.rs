@@ -24,10 +24,16 @@ fn allocation_beyond_the_cap_is_a_clear_error() {
     // An op's output past the cap fails the same way (the convolution's output is adopted as
     // device memory, not copied).
     let img = d
-        .try_to_device(&Tensor::ones([1, 1, 128, 128], (Kind::Float, tch::Device::Cpu)))
+        .try_to_device(&Tensor::ones(
+            [1, 1, 128, 128],
+            (Kind::Float, tch::Device::Cpu),
+        ))
         .unwrap(); // 64 KiB
     let w = d
-        .try_to_device(&Tensor::ones([32, 1, 1, 1], (Kind::Float, tch::Device::Cpu)))
+        .try_to_device(&Tensor::ones(
+            [32, 1, 1, 1],
+            (Kind::Float, tch::Device::Cpu),
+        ))
         .unwrap();
     let e = img
         .f_conv2d(&w, None::<&Tensor>, [1, 1], [0, 0], [1, 1], 1) // 2 MiB

@@ -27,7 +27,8 @@ fn only_the_named_call_of_the_named_op_is_perturbed() {
         .collect();
     assert!(d.to_cpu(&got[0]).equal(&want), "call 0 changed");
     assert!(
-        d.to_cpu(&got[1]).allclose(&(&want + 0.25), 1e-6, 1e-6, false),
+        d.to_cpu(&got[1])
+            .allclose(&(&want + 0.25), 1e-6, 1e-6, false),
         "call 1 is not the bias-perturbed result"
     );
     assert!(d.to_cpu(&got[2]).equal(&want), "call 2 changed");
@@ -67,7 +68,12 @@ fn child_with_malformed_spec() {
 #[test]
 fn a_malformed_spec_is_a_clear_error() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_with_malformed_spec", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "child_with_malformed_spec",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("SDAA_EMU_PERTURB", "aten::mm#x:rel=0.1")
         .output()
         .unwrap();

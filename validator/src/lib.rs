@@ -1,8 +1,10 @@
 //! `validator` answers the two questions every ported model must pass: "is this directory in
 //! ModelZoo shape?" ([`layout`]) and "does the SDAA run match CUDA within 1%?" ([`compare`]),
-//! with a report an adapter can paste into the README ([`report`]).
+//! with a report an adapter can paste into the README ([`report`]); when it does not, [`diff`]
+//! finds the op that drifted.
 
 pub mod compare;
+pub mod diff;
 pub mod layout;
 pub mod losspy;
 mod markdown;

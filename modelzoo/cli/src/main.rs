@@ -1,6 +1,6 @@
 //! `modelzoo`: the adapter's toolbox around the zoo — layout checks, SDAA-vs-CUDA precision
-//! reports, environment report, the PR functional check, scaffolding, CUDA→SDAA migration and
-//! FlagPerf standard-case benchmarks.
+//! reports, op-level precision diffs, environment report, the PR functional check,
+//! scaffolding, CUDA→SDAA migration and FlagPerf standard-case benchmarks.
 //!
 //! A thin binary: each subcommand parses its arguments and calls a library.
 
@@ -23,6 +23,8 @@ enum Command {
     Validate(commands::validate::Args),
     /// Compare a candidate (SDAA) training log against a baseline (CUDA) log.
     Compare(commands::compare::Args),
+    /// Diff two dumps of one training step op by op and name the first divergence.
+    Diff(commands::diff::Args),
     /// Print the device environment (PyTorch, SDAA libraries, CPU, CUDA).
     Env(commands::env::Args),
     /// Run the PR functional check on the zoo's models.
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate(args) => commands::validate::run(args),
         Command::Compare(args) => commands::compare::run(args),
+        Command::Diff(args) => commands::diff::run(args),
         Command::Env(args) => commands::env::run(args),
         Command::Ci(args) => commands::ci::run(args),
         Command::New(args) => commands::new::run(args),

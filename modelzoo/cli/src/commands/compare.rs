@@ -145,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// This process's command line, shell-quoted where needed, for the report.
-fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     std::env::args()
         .enumerate()
         .map(|(i, a)| {

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod ci;
 pub mod compare;
+pub mod diff;
 pub mod env;
 pub mod migrate;
 pub mod new;

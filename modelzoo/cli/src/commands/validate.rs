@@ -61,9 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         reports.push(v.check_dir(dir)?);
     }
     for root in &args.all {
-        let found = v
-            .check_tree(root)
-            .with_context(|| format!("--all {}", root.display()))?;
+        let found = v.check_tree(root).context("--all")?;
         if found.is_empty() {
             tracing::warn!("no model directories found under {}", root.display());
         }

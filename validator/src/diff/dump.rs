@@ -1,0 +1,282 @@
+//! One dump of one training step, read from disk: the modelzoo format (`meta.json` +
+//! `records.jsonl` + `tensors/*.npy`, docs/diff.md) or an msprobe statistics dump
+//! (`dump.json`, read by [`super::msprobe`]).
+//!
+//! A path given on the command line may name the step directory itself, a dump root holding
+//! `rank<r>/step<N>/` directories, or msprobe's `dump.json` (or a directory holding one).
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::DiffError;
+
+/// The `format` value of a modelzoo dump's meta.json.
+pub const FORMAT: &str = "modelzoo-dump";
+/// The newest format version this reader understands.
+pub const VERSION: u32 = 1;
+
+/// meta.json: what was dumped, so that two dumps of different models or steps are refused.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    pub format: String,
+    pub version: u32,
+    /// `pytorch` (the Python probe), `modelzoo` (the Rust binaries) or `msprobe`.
+    pub framework: String,
+    /// The model's name; `None` when the dump does not say (msprobe).
+    pub model: Option<String>,
+    pub step: Option<u64>,
+    pub rank: Option<u32>,
+    /// `module`, `op` or `mix`.
+    pub level: String,
+    /// `stats` or `full`.
+    pub tensors: String,
+    /// The dtype the model ran in (its first floating-point parameter's), e.g. `float32`.
+    pub dtype: Option<String>,
+    pub device: Option<String>,
+    pub torch_version: Option<String>,
+}
+
+/// One tensor seen at one op (or module) call: one line of records.jsonl.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    /// `aten::<op>#<k>.<phase>.<io>.<i>` or `module::<scope>#<k>.<phase>.<io>.<i>`.
+    pub key: String,
+    pub op: String,
+    /// 0-based call index of `op` within the step.
+    pub call: u64,
+    /// `forward` or `backward`.
+    pub phase: String,
+    /// `input` or `output`.
+    pub io: String,
+    pub index: u32,
+    /// Module path (`layer1.0.conv1`), empty when the op ran outside any module.
+    #[serde(default)]
+    pub scope: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+    pub l2: Option<f64>,
+    /// NaN / Inf element counts; `None` where the dump does not count them (msprobe).
+    pub nan: Option<u64>,
+    pub inf: Option<u64>,
+    /// `crc32:<8 hex digits>` of the tensor's bytes as it ran; equal checksums, equal tensors.
+    pub checksum: Option<String>,
+    /// With `tensors: full`: the .npy file, relative to the step directory.
+    pub file: Option<String>,
+}
+
+impl Record {
+    /// Number of elements the shape holds.
+    pub fn numel(&self) -> u64 {
+        self.shape.iter().product()
+    }
+}
+
+/// A dump read into memory (records only; tensors stay on disk until compared).
+#[derive(Debug, Clone)]
+pub struct Dump {
+    /// The step directory (or msprobe's dump.json).
+    pub path: PathBuf,
+    pub meta: Meta,
+    pub records: Vec<Record>,
+}
+
+impl Dump {
+    /// The .npy file of `record`, when the dump holds full tensors.
+    pub fn tensor_path(&self, record: &Record) -> Option<PathBuf> {
+        record.file.as_ref().map(|f| self.path.join(f))
+    }
+
+    /// Whether records carry tensor files.
+    pub fn full(&self) -> bool {
+        self.meta.tensors == "full"
+    }
+}
+
+/// Read the dump at `path` (see the module doc for what `path` may name); `rank` / `step`
+/// choose one when a root holds several.
+pub fn load(path: &Path, rank: Option<u32>, step: Option<u64>) -> Result<Dump, DiffError> {
+    let found = locate(path, rank, step)?;
+    if found.extension().is_some_and(|e| e == "json") {
+        return super::msprobe::load(&found);
+    }
+    load_step_dir(&found)
+}
+
+fn not_a_dump(path: &Path, why: impl Into<String>) -> DiffError {
+    DiffError::NotADump {
+        path: path.to_path_buf(),
+        why: why.into(),
+    }
+}
+
+/// Whether `dir` is one dump: a step directory or an msprobe directory. Returns the path to
+/// load (the directory, or its dump.json).
+fn dump_at(dir: &Path) -> Option<PathBuf> {
+    if dir.join("meta.json").is_file() || dir.join("records.jsonl").is_file() {
+        Some(dir.to_path_buf())
+    } else if dir.join("dump.json").is_file() {
+        Some(dir.join("dump.json"))
+    } else {
+        None
+    }
+}
+
+fn locate(path: &Path, rank: Option<u32>, step: Option<u64>) -> Result<PathBuf, DiffError> {
+    if path.is_file() {
+        return if path.extension().is_some_and(|e| e == "json") {
+            Ok(path.to_path_buf())
+        } else {
+            Err(not_a_dump(
+                path,
+                "a file, not a dump directory or msprobe's dump.json",
+            ))
+        };
+    }
+    if !path.is_dir() {
+        return Err(not_a_dump(path, "no such file or directory"));
+    }
+    if let Some(p) = dump_at(path) {
+        return Ok(p);
+    }
+    let mut found: Vec<PathBuf> = walkdir::WalkDir::new(path)
+        .min_depth(1)
+        .max_depth(3)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_dir())
+        .filter_map(|e| dump_at(e.path()))
+        .collect();
+    if found.is_empty() {
+        return Err(not_a_dump(
+            path,
+            "no meta.json, records.jsonl or msprobe dump.json in it or in its rank<r>/step<N> subdirectories",
+        ));
+    }
+    let numbered = |p: &Path, word: &str| -> Option<u64> {
+        p.components().rev().find_map(|c| match c {
+            Component::Normal(s) => s.to_str()?.strip_prefix(word)?.parse().ok(),
+            _ => None,
+        })
+    };
+    found.retain(|p| {
+        rank.is_none_or(|r| numbered(p, "rank") == Some(u64::from(r)))
+            && step.is_none_or(|s| numbered(p, "step") == Some(s))
+    });
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(not_a_dump(
+            path,
+            format!(
+                "it holds dumps, but none for{}{}",
+                rank.map(|r| format!(" rank {r}")).unwrap_or_default(),
+                step.map(|s| format!(" step {s}")).unwrap_or_default()
+            ),
+        )),
+        n => {
+            let list: Vec<String> = found
+                .iter()
+                .take(6)
+                .map(|p| p.strip_prefix(path).unwrap_or(p).display().to_string())
+                .collect();
+            Err(not_a_dump(
+                path,
+                format!(
+                    "it holds {n} dumps ({}{}): choose one with --rank / --step, or give its directory",
+                    list.join(", "),
+                    if n > 6 { ", ..." } else { "" }
+                ),
+            ))
+        }
+    }
+}
+
+fn load_step_dir(dir: &Path) -> Result<Dump, DiffError> {
+    let meta_path = dir.join("meta.json");
+    if !meta_path.is_file() {
+        return Err(not_a_dump(
+            dir,
+            "records.jsonl but no meta.json: the dump did not finish (meta.json is written when the step's `with` block ends; did the process stop inside it?)",
+        ));
+    }
+    let text = fs::read_to_string(&meta_path).map_err(|e| DiffError::Read {
+        path: meta_path.clone(),
+        message: e.to_string(),
+    })?;
+    let meta: Meta = serde_json::from_str(&text).map_err(|e| DiffError::Read {
+        path: meta_path.clone(),
+        message: format!("not a modelzoo dump's meta.json: {e}"),
+    })?;
+    if meta.format != FORMAT {
+        return Err(not_a_dump(
+            dir,
+            format!("meta.json's format is `{}`, not `{FORMAT}`", meta.format),
+        ));
+    }
+    if meta.version > VERSION {
+        return Err(not_a_dump(
+            dir,
+            format!(
+                "format version {} is newer than this modelzoo reads ({VERSION}): update modelzoo",
+                meta.version
+            ),
+        ));
+    }
+    let records = read_records(&dir.join("records.jsonl"), meta.tensors == "full")?;
+    Ok(Dump {
+        path: dir.to_path_buf(),
+        meta,
+        records,
+    })
+}
+
+fn read_records(path: &Path, full: bool) -> Result<Vec<Record>, DiffError> {
+    let read_err = |message: String| DiffError::Read {
+        path: path.to_path_buf(),
+        message,
+    };
+    let file = fs::File::open(path).map_err(|e| read_err(e.to_string()))?;
+    let mut records = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| read_err(format!("line {}: {e}", i + 1)))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: Record = serde_json::from_str(&line)
+            .map_err(|e| read_err(format!("line {}: not a dump record: {e}", i + 1)))?;
+        if full {
+            match &r.file {
+                None => {
+                    return Err(read_err(format!(
+                        "line {}: record `{}` has no `file`, but meta.json says tensors: full",
+                        i + 1,
+                        r.key
+                    )))
+                }
+                Some(f) if !is_plain_relative(f) => {
+                    return Err(read_err(format!(
+                        "line {}: record `{}`'s file `{f}` is not a path inside the dump",
+                        i + 1,
+                        r.key
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        records.push(r);
+    }
+    Ok(records)
+}
+
+/// A relative path that stays inside the directory (no `..`, not absolute).
+fn is_plain_relative(f: &str) -> bool {
+    Path::new(f)
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)))
+}
