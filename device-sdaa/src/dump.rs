@@ -142,15 +142,14 @@ impl DumpWriter {
     }
 
     fn write(&mut self, t: &Captured<'_>) -> Result<(), DumpError> {
-        let values = values_f64(t.data_type, t.data);
-        let stats = Stats::of(&values);
+        let stats = Stats::of(t.data_type, t.data);
         let phase = if t.backward { "backward" } else { "forward" };
         let io_name = if t.output { "output" } else { "input" };
         let file = if self.full {
             let short = t.op.rsplit("::").next().unwrap_or(t.op);
             let name = format!("{:06}_{short}.npy", self.seq);
             let path = self.dir.join("tensors").join(&name);
-            write_npy(&path, t, &values).map_err(io(&path))?;
+            write_npy(&path, t).map_err(io(&path))?;
             Some(format!("tensors/{name}"))
         } else {
             None
@@ -208,24 +207,40 @@ impl Sink for DumpWriter {
     }
 }
 
-/// The elements as float64 (exact for every type written).
-fn values_f64(ty: DataType, data: &[u8]) -> Vec<f64> {
-    fn each<const N: usize>(data: &[u8], f: impl Fn([u8; N]) -> f64) -> Vec<f64> {
-        data.chunks_exact(N)
-            .map(|c| f(c.try_into().expect("chunks_exact gives N bytes")))
-            .collect()
+/// Decode `data` (elements of `ty`) into `out` as float64 (exact for every type written);
+/// returns how many elements were decoded (`data` must hold at most `out.len()`).
+fn decode(ty: DataType, data: &[u8], out: &mut [f64]) -> usize {
+    fn each<const N: usize>(data: &[u8], out: &mut [f64], f: impl Fn([u8; N]) -> f64) -> usize {
+        let mut n = 0;
+        for (o, c) in out.iter_mut().zip(data.chunks_exact(N)) {
+            *o = f(c.try_into().expect("chunks_exact gives N bytes"));
+            n += 1;
+        }
+        n
     }
     match ty {
-        DataType::U8 => data.iter().map(|&b| f64::from(b)).collect(),
-        DataType::Bool => data.iter().map(|&b| f64::from(u8::from(b != 0))).collect(),
-        DataType::I8 => data.iter().map(|&b| f64::from(b as i8)).collect(),
-        DataType::I16 => each(data, |b| f64::from(i16::from_le_bytes(b))),
-        DataType::I32 => each(data, |b| f64::from(i32::from_le_bytes(b))),
-        DataType::I64 => each(data, |b| i64::from_le_bytes(b) as f64),
-        DataType::F16 => each(data, |b| half::f16::from_le_bytes(b).to_f64()),
-        DataType::BF16 => each(data, |b| half::bf16::from_le_bytes(b).to_f64()),
-        DataType::F32 => each(data, |b| f64::from(f32::from_le_bytes(b))),
-        DataType::F64 => each(data, f64::from_le_bytes),
+        DataType::U8 => each(data, out, |[b]| f64::from(b)),
+        DataType::Bool => each(data, out, |[b]| f64::from(u8::from(b != 0))),
+        DataType::I8 => each(data, out, |[b]| f64::from(b as i8)),
+        DataType::I16 => each(data, out, |b| f64::from(i16::from_le_bytes(b))),
+        DataType::I32 => each(data, out, |b| f64::from(i32::from_le_bytes(b))),
+        DataType::I64 => each(data, out, |b| i64::from_le_bytes(b) as f64),
+        DataType::F16 => each(data, out, |b| half::f16::from_le_bytes(b).to_f64()),
+        DataType::BF16 => each(data, out, |b| half::bf16::from_le_bytes(b).to_f64()),
+        DataType::F32 => each(data, out, |b| f64::from(f32::from_le_bytes(b))),
+        DataType::F64 => each(data, out, f64::from_le_bytes),
+    }
+}
+
+/// Elements decoded per block: a stack buffer, so statistics never allocate.
+const BLOCK: usize = 1024;
+
+/// Calls `f` with the elements of `data` as float64, a block at a time, in order.
+fn for_blocks(ty: DataType, data: &[u8], mut f: impl FnMut(&[f64])) {
+    let mut buf = [0f64; BLOCK];
+    for chunk in data.chunks(BLOCK * ty.size()) {
+        let n = decode(ty, chunk, &mut buf);
+        f(&buf[..n]);
     }
 }
 
@@ -240,37 +255,152 @@ struct Stats {
     inf: u64,
 }
 
-impl Stats {
-    fn of(values: &[f64]) -> Stats {
-        let (mut nan, mut inf, mut n) = (0u64, 0u64, 0u64);
-        let (mut min, mut max, mut sum, mut sq) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0);
-        for &v in values {
-            if v.is_nan() {
-                nan += 1;
-            } else if v.is_infinite() {
-                inf += 1;
-            } else {
-                n += 1;
-                min = min.min(v);
-                max = max.max(v);
-                sum += v;
-                sq += v * v;
+/// Running sums over finite values in four lanes, so the loop over a block vectorizes.
+struct Acc {
+    min: [f64; 4],
+    max: [f64; 4],
+    sum: [f64; 4],
+    sq: [f64; 4],
+    n: u64,
+    nan: u64,
+    inf: u64,
+}
+
+impl Acc {
+    fn new() -> Acc {
+        Acc {
+            min: [f64::INFINITY; 4],
+            max: [f64::NEG_INFINITY; 4],
+            sum: [0.0; 4],
+            sq: [0.0; 4],
+            n: 0,
+            nan: 0,
+            inf: 0,
+        }
+    }
+
+    fn lane(&mut self, l: usize, v: f64) {
+        self.min[l] = if v < self.min[l] { v } else { self.min[l] };
+        self.max[l] = if v > self.max[l] { v } else { self.max[l] };
+        self.sum[l] += v;
+        self.sq[l] += v * v;
+    }
+
+    fn add(&mut self, block: &[f64]) {
+        if !block.iter().all(|v| v.is_finite()) {
+            for &v in block {
+                if v.is_nan() {
+                    self.nan += 1;
+                } else if v.is_infinite() {
+                    self.inf += 1;
+                } else {
+                    self.lane(0, v);
+                    self.n += 1;
+                }
+            }
+            return;
+        }
+        let quads = block.chunks_exact(4);
+        for &v in quads.remainder() {
+            self.lane(0, v);
+        }
+        for q in quads {
+            for (l, &v) in q.iter().enumerate() {
+                self.lane(l, v);
             }
         }
-        let some = |v: f64| (n > 0).then_some(v);
+        self.n += block.len() as u64;
+    }
+
+    fn stats(&self) -> Stats {
+        let some = |v: f64| (self.n > 0).then_some(v);
+        let fold = |a: &[f64; 4], f: fn(f64, f64) -> f64| a.iter().copied().fold(a[0], f);
+        let sum: f64 = self.sum.iter().sum();
         Stats {
-            min: some(min),
-            max: some(max),
-            mean: some(sum / n.max(1) as f64),
-            l2: some(sq.sqrt()),
-            nan,
-            inf,
+            min: some(fold(&self.min, f64::min)),
+            max: some(fold(&self.max, f64::max)),
+            mean: some(sum / self.n.max(1) as f64),
+            l2: some(self.sq.iter().sum::<f64>().sqrt()),
+            nan: self.nan,
+            inf: self.inf,
         }
     }
 }
 
+/// float32 in eight lanes without widening min/max (exact in float32): the common case, and
+/// most of a dump's bytes, kept to about one memory pass.
+struct AccF32 {
+    min: [f32; 8],
+    max: [f32; 8],
+    sum: [f64; 8],
+    sq: [f64; 8],
+}
+
+impl AccF32 {
+    fn new() -> AccF32 {
+        AccF32 {
+            min: [f32::INFINITY; 8],
+            max: [f32::NEG_INFINITY; 8],
+            sum: [0.0; 8],
+            sq: [0.0; 8],
+        }
+    }
+
+    /// Add an all-finite block (its length a multiple of 8).
+    fn add(&mut self, block: &[f32]) {
+        for o in block.chunks_exact(8) {
+            for (l, &v) in o.iter().enumerate() {
+                self.min[l] = if v < self.min[l] { v } else { self.min[l] };
+                self.max[l] = if v > self.max[l] { v } else { self.max[l] };
+                let w = f64::from(v);
+                self.sum[l] += w;
+                self.sq[l] += w * w;
+            }
+        }
+    }
+
+    fn merge_into(&self, acc: &mut Acc) {
+        for l in 0..8 {
+            let k = l % 4;
+            acc.min[k] = acc.min[k].min(f64::from(self.min[l]));
+            acc.max[k] = acc.max[k].max(f64::from(self.max[l]));
+            acc.sum[k] += self.sum[l];
+            acc.sq[k] += self.sq[l];
+        }
+    }
+}
+
+impl Stats {
+    fn of(ty: DataType, data: &[u8]) -> Stats {
+        let mut acc = Acc::new();
+        if ty == DataType::F32 {
+            // SAFETY: every bit pattern is an f32; align_to leaves unaligned ends outside.
+            let (head, floats, tail) = unsafe { data.align_to::<f32>() };
+            if head.is_empty() && tail.is_empty() {
+                let mut fast = AccF32::new();
+                for block in floats.chunks(BLOCK) {
+                    let even = block.len() - block.len() % 8;
+                    if block.iter().all(|v| v.is_finite()) {
+                        fast.add(&block[..even]);
+                        acc.n += even as u64;
+                        let rest: Vec<f64> = block[even..].iter().map(|&v| f64::from(v)).collect();
+                        acc.add(&rest);
+                    } else {
+                        let wide: Vec<f64> = block.iter().map(|&v| f64::from(v)).collect();
+                        acc.add(&wide);
+                    }
+                }
+                fast.merge_into(&mut acc);
+                return acc.stats();
+            }
+        }
+        for_blocks(ty, data, |b| acc.add(b));
+        acc.stats()
+    }
+}
+
 /// NumPy format 1.0, C order, little-endian: the tensor's own bytes, bfloat16 as float32.
-fn write_npy(path: &Path, t: &Captured<'_>, values: &[f64]) -> std::io::Result<()> {
+fn write_npy(path: &Path, t: &Captured<'_>) -> std::io::Result<()> {
     let descr = match t.data_type {
         DataType::U8 => "|u1",
         DataType::I8 => "|i1",
@@ -296,9 +426,15 @@ fn write_npy(path: &Path, t: &Captured<'_>, values: &[f64]) -> std::io::Result<(
     f.write_all(&(header.len() as u16).to_le_bytes())?;
     f.write_all(header.as_bytes())?;
     if t.data_type == DataType::BF16 {
-        for v in values {
-            f.write_all(&(*v as f32).to_le_bytes())?;
-        }
+        let mut result = Ok(());
+        for_blocks(t.data_type, t.data, |b| {
+            for v in b {
+                if result.is_ok() {
+                    result = f.write_all(&(*v as f32).to_le_bytes());
+                }
+            }
+        });
+        result?;
     } else {
         f.write_all(t.data)?;
     }
@@ -309,23 +445,64 @@ fn write_npy(path: &Path, t: &Captured<'_>, values: &[f64]) -> std::io::Result<(
 mod tests {
     use super::*;
 
+    fn f64_bytes(v: &[f64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
     #[test]
     fn stats_skip_non_finite_elements() {
-        let s = Stats::of(&[1.0, f64::NAN, -3.0, f64::INFINITY, 2.0]);
+        let s = Stats::of(
+            DataType::F64,
+            &f64_bytes(&[1.0, f64::NAN, -3.0, f64::INFINITY, 2.0]),
+        );
         assert_eq!(s.min, Some(-3.0));
         assert_eq!(s.max, Some(2.0));
         assert_eq!(s.mean, Some(0.0));
         assert_eq!(s.l2, Some(14f64.sqrt()));
         assert_eq!((s.nan, s.inf), (1, 1));
-        let none = Stats::of(&[f64::NAN]);
+        let none = Stats::of(DataType::F64, &f64_bytes(&[f64::NAN]));
         assert_eq!((none.min, none.l2, none.nan), (None, None, 1));
     }
 
     #[test]
+    fn stats_over_many_blocks_match_a_plain_loop() {
+        let v: Vec<f64> = (0..5 * BLOCK + 7)
+            .map(|i| ((i * 37) % 101) as f64 - 50.0)
+            .collect();
+        let s = Stats::of(DataType::F64, &f64_bytes(&v));
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        assert_eq!((s.min, s.max), (Some(-50.0), Some(50.0)));
+        assert!((s.mean.unwrap() - mean).abs() < 1e-12);
+        let l2 = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!((s.l2.unwrap() - l2).abs() < 1e-9 * l2);
+    }
+
+    #[test]
+    fn the_float32_path_agrees_with_the_general_one() {
+        let v: Vec<f32> = (0..3 * BLOCK + 5)
+            .map(|i| ((i * 29) % 97) as f32 * 0.25 - 12.0)
+            .collect();
+        let mut bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let wide: Vec<f64> = v.iter().map(|&x| f64::from(x)).collect();
+        let want = Stats::of(DataType::F64, &f64_bytes(&wide));
+        let got = Stats::of(DataType::F32, &bytes);
+        assert_eq!((got.min, got.max), (want.min, want.max));
+        assert!((got.mean.unwrap() - want.mean.unwrap()).abs() < 1e-12);
+        assert!((got.l2.unwrap() - want.l2.unwrap()).abs() < 1e-9);
+        bytes[8..12].copy_from_slice(&f32::NAN.to_le_bytes());
+        let with_nan = Stats::of(DataType::F32, &bytes);
+        assert_eq!(with_nan.nan, 1);
+        assert_eq!(with_nan.min, want.min);
+    }
+
+    #[test]
     fn bf16_and_f16_values_are_exact() {
+        let mut out = [0.0; 2];
         let b = half::bf16::from_f32(1.5).to_le_bytes();
-        assert_eq!(values_f64(DataType::BF16, &b), vec![1.5]);
+        assert_eq!(decode(DataType::BF16, &b, &mut out), 1);
+        assert_eq!(out[0], 1.5);
         let h = half::f16::from_f32(-0.25).to_le_bytes();
-        assert_eq!(values_f64(DataType::F16, &h), vec![-0.25]);
+        decode(DataType::F16, &h, &mut out);
+        assert_eq!(out[0], -0.25);
     }
 }
