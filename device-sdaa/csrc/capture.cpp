@@ -220,7 +220,8 @@ char* mzd_capture_start(MzdSink sink, void* ctx, int ops) {
     s->sink = sink;
     s->ctx = ctx;
     s->ops = ops != 0;
-    s->handle = at::addThreadLocalCallback(
+    // Module records alone (level `module`) are handed over directly: no op callback needed.
+    if (s->ops) s->handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(&on_start, &on_end)
             .needsInputs(true)
             .needsOutputs(true)
@@ -234,7 +235,7 @@ char* mzd_capture_start(MzdSink sink, void* ctx, int ops) {
 char* mzd_capture_stop() {
   MZD_PROTECT({
     if (session == nullptr) return nullptr;
-    at::removeCallback(session->handle);
+    if (session->ops) at::removeCallback(session->handle);
     delete session;
     session = nullptr;
     frames.clear();
