@@ -41,6 +41,10 @@ struct MzdCaptured {
   int64_t ndim;
   const void* data;
   int64_t nbytes;
+  // Which tensor this is (-1: not tracked), and whether it was handed over before, unchanged:
+  // then `data` is null and the sink reuses what it computed for `tensor_id`.
+  int64_t tensor_id;
+  int repeat;
 };
 typedef void (*MzdSink)(void* ctx, const MzdCaptured* t);
 }
@@ -52,12 +56,18 @@ constexpr const char* kStepScope = "modelzoo::step";
 struct Session {
   MzdSink sink = nullptr;
   void* ctx = nullptr;
-  bool ops = true;  // record aten ops (level op / mix)
+  bool ops = true;      // record aten ops (level op / mix)
+  bool repeats = true;  // hand a tensor seen before, unchanged, over without its data
   at::CallbackHandle handle = 0;
   std::mutex mutex;  // guards what follows (forward and backward threads)
   std::vector<std::string> scopes;
   std::unordered_map<std::string, int64_t> calls;
   std::map<int64_t, std::string> scope_of_seq;  // forward op's sequence numbers -> its scope
+  // Tensors handed over: (storage, data, offset, dtype, version, sizes, strides) -> id. The
+  // weak references keep each StorageImpl's address from being reused for another storage
+  // while the capture runs (they do not keep the data alive).
+  std::map<std::vector<int64_t>, int64_t> seen;
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> storages;
 };
 Session* session = nullptr;  // set and cleared on the thread that owns the capture
 
@@ -118,7 +128,44 @@ std::vector<at::Tensor> tensors_of(c10::ArrayRef<const c10::IValue> values) {
   return out;
 }
 
+// The id of `t` among the tensors handed over, and whether it was handed over before with the
+// same elements (same storage, place, layout and version); {-1, false} when not tracked.
+// Only op outputs are tracked: a kernel may update an argument in place without bumping its
+// version (batch_norm's running statistics), so a tensor first seen as an input (parameters,
+// buffers, the batch) is read every time; an output is a fresh result, changed after only by
+// in-place ops, which bump the version.
+std::pair<int64_t, bool> identify(const at::Tensor& t, bool output) {
+  if (!session->repeats || t.is_inference() || !t.has_storage()) return {-1, false};
+  const c10::Storage& st = t.storage();
+  std::vector<int64_t> key{reinterpret_cast<int64_t>(st.unsafeGetStorageImpl()),
+                           reinterpret_cast<int64_t>(st.data()), t.storage_offset(),
+                           static_cast<int64_t>(t.scalar_type()),
+                           static_cast<int64_t>(t._version())};
+  key.insert(key.end(), t.sizes().begin(), t.sizes().end());
+  key.insert(key.end(), t.strides().begin(), t.strides().end());
+  std::lock_guard<std::mutex> lock(session->mutex);
+  auto found = session->seen.find(key);
+  if (found != session->seen.end()) return {found->second, true};
+  if (!output) return {-1, false};
+  int64_t id = static_cast<int64_t>(session->seen.size());
+  session->seen.emplace(std::move(key), id);
+  session->storages.push_back(st.getWeakStorageImpl());
+  return {id, false};
+}
+
 void hand_over(const Context& c, bool output, int64_t index, const at::Tensor& t) {
+  auto [id, repeat] = identify(t, output);
+  if (repeat) {
+    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+    const char* name = dtype_name(t.scalar_type());
+    std::string other = name == nullptr ? c10::toString(t.scalar_type()) : "";
+    MzdCaptured rec{c.op.c_str(), c.call, c.backward ? 1 : 0, output ? 1 : 0, index,
+                    c.scope.c_str(), name != nullptr ? name : other.c_str(),
+                    static_cast<int>(name != nullptr ? t.scalar_type() : at::kDouble),
+                    shape.data(), static_cast<int64_t>(shape.size()), nullptr, 0, id, 1};
+    session->sink(session->ctx, &rec);
+    return;
+  }
   at::Tensor host = t.detach();
   const char* name = dtype_name(host.scalar_type());
   std::string other;
@@ -140,7 +187,9 @@ void hand_over(const Context& c, bool output, int64_t index, const at::Tensor& t
                   shape.data(),
                   static_cast<int64_t>(shape.size()),
                   host.data_ptr(),
-                  static_cast<int64_t>(host.numel() * host.element_size())};
+                  static_cast<int64_t>(host.numel() * host.element_size()),
+                  id,
+                  0};
   session->sink(session->ctx, &rec);
 }
 
@@ -212,7 +261,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 extern "C" {
 
 // Starts capturing this thread's ops (and the autograd threads it starts) into `sink`.
-char* mzd_capture_start(MzdSink sink, void* ctx, int ops) {
+char* mzd_capture_start(MzdSink sink, void* ctx, int ops, int repeats) {
   MZD_PROTECT({
     if (session != nullptr) throw std::runtime_error("a capture is already running");
     frames.clear();
@@ -220,6 +269,7 @@ char* mzd_capture_start(MzdSink sink, void* ctx, int ops) {
     s->sink = sink;
     s->ctx = ctx;
     s->ops = ops != 0;
+    s->repeats = repeats != 0;
     // Module records alone (level `module`) are handed over directly: no op callback needed.
     if (s->ops) s->handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(&on_start, &on_end)

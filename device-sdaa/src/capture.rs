@@ -33,12 +33,19 @@ struct RawCaptured {
     ndim: i64,
     data: *const c_void,
     nbytes: i64,
+    tensor_id: i64,
+    repeat: c_int,
 }
 
 type RawSink = unsafe extern "C" fn(ctx: *mut c_void, t: *const RawCaptured);
 
 extern "C" {
-    fn mzd_capture_start(sink: RawSink, ctx: *mut c_void, ops: c_int) -> *mut c_char;
+    fn mzd_capture_start(
+        sink: RawSink,
+        ctx: *mut c_void,
+        ops: c_int,
+        repeats: c_int,
+    ) -> *mut c_char;
     fn mzd_capture_stop() -> *mut c_char;
     fn mzd_capture_scope_push(name: *const c_char) -> *mut c_char;
     fn mzd_capture_scope_pop() -> *mut c_char;
@@ -115,8 +122,13 @@ pub struct Captured<'a> {
     /// The type of `data` (float64 for a dtype the format has no name for).
     pub data_type: DataType,
     pub shape: &'a [i64],
-    /// The elements in C order on the host.
+    /// The elements in C order on the host; empty for a [`Self::repeat`].
     pub data: &'a [u8],
+    /// Which tensor this is within the capture, when tracked: the same id, the same elements.
+    pub tensor_id: Option<u64>,
+    /// Handed over before unchanged (first as an op's output; same storage, place, layout
+    /// and version): `data` is left out, the sink reuses what it computed for `tensor_id`.
+    pub repeat: bool,
 }
 
 /// Where captured tensors go (the dump writer). Called from the training thread and from
@@ -162,6 +174,8 @@ unsafe extern "C" fn trampoline<S: Sink>(ctx: *mut c_void, raw: *const RawCaptur
             data_type,
             shape,
             data,
+            tensor_id: u64::try_from(raw.tensor_id).ok(),
+            repeat: raw.repeat != 0,
         };
         if let Ok(mut s) = sink.lock() {
             s.record(&t);
@@ -182,12 +196,19 @@ fn check(err: *mut c_char, action: &'static str) -> Result<(), DeviceError> {
 
 impl<S: Sink> Capture<S> {
     /// Start capturing this thread's aten ops (`ops`) and the [`module`] records (`modules`)
-    /// into `sink`. One capture at a time per process.
-    pub fn start(sink: S, ops: bool, modules: bool) -> Result<Capture<S>, DeviceError> {
+    /// into `sink`; with `repeats`, a tensor seen before unchanged comes without its data
+    /// ([`Captured::repeat`]: an activation is the output of one op and the input of the
+    /// next, so its statistics need computing once). One capture at a time per process.
+    pub fn start(
+        sink: S,
+        ops: bool,
+        modules: bool,
+        repeats: bool,
+    ) -> Result<Capture<S>, DeviceError> {
         let boxed = Box::new(Mutex::new(sink));
         let ctx = &*boxed as *const Mutex<S> as *mut c_void;
         // SAFETY: the box outlives the capture (stopped in finish / drop before it is freed).
-        let err = unsafe { mzd_capture_start(trampoline::<S>, ctx, ops.into()) };
+        let err = unsafe { mzd_capture_start(trampoline::<S>, ctx, ops.into(), repeats.into()) };
         check(err, "starting the op capture")?;
         if let Ok(mut m) = MODULES.lock() {
             *m = modules.then(HashMap::new);

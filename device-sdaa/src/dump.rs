@@ -4,6 +4,7 @@
 //! the bytes), with `full` one `.npy` per record under `tensors/`, and `meta.json` written last
 //! and atomically, so a dump without it did not finish.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -95,6 +96,8 @@ pub struct DumpWriter {
     records: BufWriter<File>,
     full: bool,
     seq: u64,
+    /// Statistics and checksum of each tracked tensor, for its repeats.
+    known: HashMap<u64, (Stats, String)>,
     /// The first write error; reported by `finish` (the capture callback cannot fail).
     error: Option<DumpError>,
 }
@@ -132,6 +135,7 @@ impl DumpWriter {
             records,
             full,
             seq: 0,
+            known: HashMap::new(),
             error: None,
         })
     }
@@ -142,7 +146,21 @@ impl DumpWriter {
     }
 
     fn write(&mut self, t: &Captured<'_>) -> Result<(), DumpError> {
-        let stats = Stats::of(t.data_type, t.data);
+        let (stats, checksum) = match (t.repeat, t.tensor_id) {
+            (true, Some(id)) => self.known.get(&id).cloned().ok_or_else(|| {
+                io(&self.dir)(std::io::Error::other(format!(
+                    "internal: {} repeats tensor {id}, which was never written",
+                    t.op
+                )))
+            })?,
+            _ => (
+                Stats::of(t.data_type, t.data),
+                format!("crc32:{:08x}", crc32fast::hash(t.data)),
+            ),
+        };
+        if let (false, Some(id)) = (t.repeat, t.tensor_id) {
+            self.known.insert(id, (stats.clone(), checksum.clone()));
+        }
         let phase = if t.backward { "backward" } else { "forward" };
         let io_name = if t.output { "output" } else { "input" };
         let file = if self.full {
@@ -171,7 +189,7 @@ impl DumpWriter {
             l2: stats.l2,
             nan: stats.nan,
             inf: stats.inf,
-            checksum: format!("crc32:{:08x}", crc32fast::hash(t.data)),
+            checksum,
             file,
         };
         let path = self.dir.join("records.jsonl");
@@ -245,7 +263,7 @@ fn for_blocks(ty: DataType, data: &[u8], mut f: impl FnMut(&[f64])) {
 }
 
 /// min / max / mean / L2 norm over the finite elements; NaN and ±Inf counts.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct Stats {
     min: Option<f64>,
     max: Option<f64>,

@@ -50,7 +50,7 @@ fn a_conv_step_is_captured_at_the_outermost_op_with_scopes_and_phases() {
     tch::manual_seed(0);
     let x = Tensor::randn([2, 3, 8, 8], (Kind::Float, tch::Device::Cpu));
     let w = Tensor::randn([4, 3, 3, 3], (Kind::Float, tch::Device::Cpu)).set_requires_grad(true);
-    let cap = Capture::start(Collect::default(), true, false).unwrap();
+    let cap = Capture::start(Collect::default(), true, false, false).unwrap();
     let y = {
         let _s = capture::scope("block.conv");
         x.conv2d::<Tensor>(&w, None, [1, 1], [1, 1], [1, 1], 1)
@@ -125,7 +125,7 @@ fn scope_guards_cost_nothing_without_a_capture() {
 fn call_indices_count_each_op_from_zero() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let a = Tensor::ones([4], (Kind::Float, tch::Device::Cpu));
-    let cap = Capture::start(Collect::default(), true, false).unwrap();
+    let cap = Capture::start(Collect::default(), true, false, false).unwrap();
     let b = a.exp();
     let c = b.exp();
     let _d = c.sin();
@@ -143,4 +143,47 @@ fn call_indices_count_each_op_from_zero() {
             ("aten::sin".to_string(), 0)
         ]
     );
+}
+
+#[test]
+fn a_tensor_handed_over_again_unchanged_comes_as_a_repeat() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    #[derive(Default)]
+    struct Ids(Vec<(String, bool, Option<u64>, bool, usize)>);
+    impl Sink for Ids {
+        fn record(&mut self, t: &Captured<'_>) {
+            self.0.push((
+                t.op.to_string(),
+                t.output,
+                t.tensor_id,
+                t.repeat,
+                t.data.len(),
+            ));
+        }
+    }
+    let a = Tensor::ones([8], (Kind::Float, tch::Device::Cpu));
+    let cap = Capture::start(Ids::default(), true, false, true).unwrap();
+    let b = a.exp();
+    let _c = b.sin();
+    let mut d = b.shallow_clone();
+    let _ = d.g_add_scalar_(1.0);
+    let _e = d.cos();
+    let seen = cap.finish().unwrap().0;
+    let exp_out = seen.iter().find(|s| s.0 == "aten::exp" && s.1).unwrap();
+    let sin_in = seen.iter().find(|s| s.0 == "aten::sin" && !s.1).unwrap();
+    assert_eq!((exp_out.3, exp_out.4), (false, 32));
+    assert_eq!(sin_in.2, exp_out.2, "the same tensor, the same id");
+    assert_eq!(
+        (sin_in.3, sin_in.4),
+        (true, 0),
+        "a repeat comes without data"
+    );
+    // add_ changed it in place: its output is a new version, which cos then repeats.
+    let add_in = seen.iter().find(|s| s.0 == "aten::add_" && !s.1).unwrap();
+    let add_out = seen.iter().find(|s| s.0 == "aten::add_" && s.1).unwrap();
+    let cos_in = seen.iter().find(|s| s.0 == "aten::cos" && !s.1).unwrap();
+    assert_eq!((add_in.2, add_in.3), (exp_out.2, true));
+    assert_eq!((add_out.3, add_out.4), (false, 32));
+    assert_ne!(add_out.2, exp_out.2);
+    assert_eq!((cos_in.2, cos_in.3), (add_out.2, true));
 }

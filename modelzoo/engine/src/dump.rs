@@ -127,7 +127,8 @@ pub(crate) fn begin_if_due(
     };
     let ops = d.level != DumpLevel::Module;
     let modules = d.level != DumpLevel::Op;
-    let capture = Capture::start(writer, ops, modules).map_err(failed)?;
+    // Full dumps write every record's tensor; statistics need each tensor once.
+    let capture = Capture::start(writer, ops, modules, !d.full).map_err(failed)?;
     let scope = StepScope::open().map_err(failed)?;
     Ok(Some(StepDump {
         scope,

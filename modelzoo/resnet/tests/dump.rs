@@ -201,6 +201,21 @@ fn a_cpu_dump_records_forward_and_backward_ops_whose_stats_match_the_tensors() {
     }
     assert!(checked > 500, "only {checked} float32 records checked");
 
+    // A stats dump of the same (deterministic) run computes each tensor once and says the
+    // same: every record, statistics and checksum equal the full dump's.
+    let stats_dump = dir.path().join("stats");
+    let o = dump_run(&dir.path().join("out3"), &stats_dump, &[], None);
+    assert!(o.status.success(), "{}", text(&o));
+    let stats = records(&stats_dump.join("rank0/step1"));
+    assert_eq!(stats.len(), recs.len());
+    for (a, b) in recs.iter().zip(&stats) {
+        for k in [
+            "key", "scope", "min", "max", "mean", "l2", "nan", "checksum",
+        ] {
+            assert_eq!(a[k], b[k], "{k} of {}", s(a, "key"));
+        }
+    }
+
     // A second dump into the same directory is refused, and the first is kept.
     let again = dump_run(&dir.path().join("out2"), &dump, &[], None);
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
