@@ -62,8 +62,9 @@ pub struct DumpSettings {
     pub model: String,
 }
 
-/// Refuse, before training, a dump that cannot happen: its step is outside the run, or its
-/// directory already holds this rank's step (a dump never overwrites one).
+/// Refuse, before training, a dump that cannot happen: its step is outside the run, its
+/// directory already holds this rank's step (a dump never overwrites one) or cannot be
+/// created.
 pub(crate) fn check(
     d: &Option<DumpSettings>,
     rank: u32,
@@ -78,7 +79,15 @@ pub(crate) fn check(
             start_step + 1
         )));
     }
-    dump::check_unused(&d.dir, rank, d.step).map_err(|e| EngineError::Settings(e.to_string()))
+    dump::check_unused(&d.dir, rank, d.step).map_err(|e| EngineError::Settings(e.to_string()))?;
+    let rank_dir = d.dir.join(format!("rank{rank}"));
+    std::fs::create_dir_all(&rank_dir).map_err(|e| {
+        EngineError::Settings(format!(
+            "--dump {}: cannot create {}: {e}",
+            d.dir.display(),
+            rank_dir.display()
+        ))
+    })
 }
 
 /// A step being dumped: the capture and the `modelzoo::step` scope around it.

@@ -311,3 +311,37 @@ fn an_injected_error_on_the_emulator_diverges_at_exactly_that_call() {
         assert_eq!(x["key"], y["key"]);
     }
 }
+
+#[test]
+fn dump_arguments_that_cannot_work_exit_2_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a_file");
+    std::fs::write(&file, "x").unwrap();
+    let dump = dir.path().join("d");
+    let cases: [(&Path, &[&str], &str); 3] = [
+        (&dump, &["--dump_step", "5"], "--dump_step 5"),
+        (&file, &[], "cannot create"),
+        (
+            &dump,
+            &["--dump_dtype", "fp64", "--device", "sdaa"],
+            "--device cpu",
+        ),
+    ];
+    for (i, (target, extra, says)) in cases.iter().enumerate() {
+        let o = dump_run(&dir.path().join(format!("o{i}")), target, extra, None);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{}",
+            text(&o)
+        );
+    }
+    let o = Command::new(BIN)
+        .args(["--dump_level", "mix", "--output_dir"])
+        .arg(dir.path().join("o9"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--dump_level needs --dump DIR"));
+    assert!(!dump.join("rank0/step5").exists());
+}
