@@ -67,50 +67,10 @@ EXPORT sdaaError_t sdaaMemGetInfo(size_t* free_bytes, size_t* total) {
   return sdaaSuccess;
 }
 
-/* Allocate on the current device (or `device` when >= 0). */
-EXPORT sdaaError_t sdaaMallocOnDevice(void** ptr, size_t size, int device) {
-  if (ptr == NULL) return sdaaErrorInvalidValue;
-  if (device < 0) device = current_device;
-  if (device >= device_count()) return sdaaErrorInvalidDevice;
-  *ptr = NULL;
-  if (size == 0) return sdaaSuccess;
-  pthread_mutex_lock(&lock);
-  if (used[device] + size > total_bytes()) {
-    pthread_mutex_unlock(&lock);
-    return sdaaErrorMemoryAllocation;
-  }
-  used[device] += size;
-  pthread_mutex_unlock(&lock);
-  void* raw = NULL;
-  if (posix_memalign(&raw, HEADER, size + HEADER) != 0) {
-    pthread_mutex_lock(&lock);
-    used[device] -= size;
-    pthread_mutex_unlock(&lock);
-    return sdaaErrorMemoryAllocation;
-  }
-  ((size_t*)raw)[0] = size;
-  ((size_t*)raw)[1] = (size_t)device;
-  *ptr = (char*)raw + HEADER;
-  return sdaaSuccess;
-}
-
-EXPORT sdaaError_t sdaaMalloc(void** ptr, size_t size) { return sdaaMallocOnDevice(ptr, size, -1); }
-
-EXPORT sdaaError_t sdaaFree(void* ptr) {
-  if (ptr == NULL) return sdaaSuccess;
-  char* raw = (char*)ptr - HEADER;
-  size_t size = ((size_t*)raw)[0];
-  size_t device = ((size_t*)raw)[1];
-  pthread_mutex_lock(&lock);
-  used[device] -= size;
-  pthread_mutex_unlock(&lock);
-  free(raw);
-  return sdaaSuccess;
-}
-
 /* Emulator-internal (no SDAA counterpart, not in the header): the torch plugin adopts a host
  * buffer an op's CPU kernel allocated as device memory without copying it; these charge and
- * credit the device's budget for it, so sdaaMemGetInfo and the cap see it like an allocation. */
+ * credit the device's budget for it, so sdaaMemGetInfo and the cap see it like an allocation.
+ * sdaaMalloc* and sdaaFree charge and credit through them too. */
 EXPORT sdaaError_t sdaaEmuAdopt(size_t size, int device) {
   if (device < 0) device = current_device;
   if (device >= device_count()) return sdaaErrorInvalidDevice;
@@ -128,6 +88,38 @@ EXPORT void sdaaEmuRelease(size_t size, int device) {
   pthread_mutex_lock(&lock);
   used[device] -= size;
   pthread_mutex_unlock(&lock);
+}
+
+/* Allocate on the current device (or `device` when >= 0). */
+EXPORT sdaaError_t sdaaMallocOnDevice(void** ptr, size_t size, int device) {
+  if (ptr == NULL) return sdaaErrorInvalidValue;
+  if (device < 0) device = current_device;
+  if (device >= device_count()) return sdaaErrorInvalidDevice;
+  *ptr = NULL;
+  if (size == 0) return sdaaSuccess;
+  sdaaError_t charged = sdaaEmuAdopt(size, device);
+  if (charged != sdaaSuccess) return charged;
+  void* raw = NULL;
+  if (posix_memalign(&raw, HEADER, size + HEADER) != 0) {
+    sdaaEmuRelease(size, device);
+    return sdaaErrorMemoryAllocation;
+  }
+  ((size_t*)raw)[0] = size;
+  ((size_t*)raw)[1] = (size_t)device;
+  *ptr = (char*)raw + HEADER;
+  return sdaaSuccess;
+}
+
+EXPORT sdaaError_t sdaaMalloc(void** ptr, size_t size) { return sdaaMallocOnDevice(ptr, size, -1); }
+
+EXPORT sdaaError_t sdaaFree(void* ptr) {
+  if (ptr == NULL) return sdaaSuccess;
+  char* raw = (char*)ptr - HEADER;
+  size_t size = ((size_t*)raw)[0];
+  size_t device = ((size_t*)raw)[1];
+  sdaaEmuRelease(size, (int)device);
+  free(raw);
+  return sdaaSuccess;
 }
 
 /* kind is ignored: every emulated pointer is host-addressable. */
