@@ -1,4 +1,4 @@
-//! Capture of aten op calls at the dispatcher, for precision dumps (docs/dump.md).
+//! Capture of aten op calls at the dispatcher, for precision dumps (docs/diff.md).
 //!
 //! The C++ side (csrc/capture.cpp) installs a thread-local libtorch `RecordFunction` callback
 //! that sees every outermost aten op the training thread runs — and, through libtorch's

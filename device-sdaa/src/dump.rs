@@ -1,5 +1,5 @@
 //! The dump writer: one training step's captured tensors as `DIR/rank<r>/step<N>/` in the
-//! modelzoo dump format, version 1 (docs/dump.md): `records.jsonl` (one record per tensor, in
+//! modelzoo dump format, version 1 (docs/diff.md): `records.jsonl` (one record per tensor, in
 //! execution order: statistics in float64 over the finite elements, NaN/Inf counts, a CRC-32 of
 //! the bytes), with `full` one `.npy` per record under `tensors/`, and `meta.json` written last
 //! and atomically, so a dump without it did not finish.

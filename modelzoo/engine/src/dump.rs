@@ -1,4 +1,4 @@
-//! `--dump`: a precision dump of one training step (docs/dump.md). The engine starts a
+//! `--dump`: a precision dump of one training step (docs/diff.md). The engine starts a
 //! dispatcher capture ([`device_sdaa::capture`]) before the forward of the chosen step and
 //! ends it after that step's backward, before the optimizer step; the tensors go to
 //! [`device_sdaa::dump::DumpWriter`] under `DIR/rank<r>/step<N>/`. With `--dump_dtype fp64`

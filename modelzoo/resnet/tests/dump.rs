@@ -1,4 +1,4 @@
-//! `run_resnet --dump`: the real binary writes a precision dump (docs/dump.md) that says what
+//! `run_resnet --dump`: the real binary writes a precision dump (docs/diff.md) that says what
 //! ran — forward and backward, keyed per op call, with scopes and statistics that match the
 //! tensors — refuses to overwrite one, runs the fp64 arbiter, and on the SDAA emulator with an
 //! injected error shows exactly the perturbed call diverging.
