@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default — no download, no dataset: a short ResNet-18 training run
 # on the CPU and the same run on the SDAA *emulator* (no SDAA hardware exists here), then the
-# precision report comparing the two, a tiny GPT trained and sampled, the environment report and
-# the layout check.
+# precision report comparing the two, an op-level diff naming an op the emulator perturbs on
+# purpose, a tiny GPT trained and sampled, the environment report and the layout check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release
@@ -32,6 +32,19 @@ step "run_resnet on sdaa — EMULATED SDAA (host memory, CPU kernels), not a har
 step "modelzoo compare: emulated-SDAA log vs CPU log (report in $out/report/)"
 "$bin/modelzoo" compare --baseline "$out/cpu/resnet18_log.json" \
     --candidate "$out/sdaa-emulator/resnet18_log.json" --report-dir "$out/report"
+
+step "modelzoo diff: step 1 dumped op by op on cpu and on the emulator, one conv call perturbed on purpose"
+# SDAA_EMU_PERTURB makes the emulated device compute call 3 of aten::conv2d wrong (+0.5): the
+# ground truth the advisor must find. Exit 1 (a record fails) is the expected outcome here.
+one=(--model_name resnet18 --num_classes 10 --image_size 32 --synthetic_samples 512 --batch_size 32
+     --step 1 --seed 7)
+"$bin/run_resnet" "${one[@]}" --device cpu --output_dir "$out/dump-cpu" --dump "$out/dumps/cpu"
+SDAA_EMU_PERTURB='aten::conv2d#3:bias=0.5' "$bin/run_resnet" "${one[@]}" --device sdaa \
+    --output_dir "$out/dump-sdaa" --dump "$out/dumps/sdaa"
+rc=0
+"$bin/modelzoo" diff --baseline "$out/dumps/cpu" --candidate "$out/dumps/sdaa" \
+    --report-dir "$out/diff" || rc=$?
+[[ $rc -eq 1 ]] || { echo "demo: modelzoo diff exited $rc, expected 1 (the perturbed op named)" >&2; exit 1; }
 
 step "run_resnet data parallel: 2 workers (Gloo + c10d Reducer), batch 16 each = global 32, --sync_bn"
 "$bin/run_resnet" --model_name resnet18 --num_classes 10 --image_size 32 --synthetic_samples 512 \
