@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use tch::Tensor;
 use torch_sys::C_tensor;
 
-use crate::shim::take_string;
+use crate::shim::{check, take_string};
 use crate::DeviceError;
 
 /// One tensor as the C++ callback hands it over (csrc/capture.cpp `MzdCaptured`).
@@ -181,17 +181,6 @@ unsafe extern "C" fn trampoline<S: Sink>(ctx: *mut c_void, raw: *const RawCaptur
             s.record(&t);
         }
     }));
-}
-
-fn check(err: *mut c_char, action: &'static str) -> Result<(), DeviceError> {
-    if err.is_null() {
-        Ok(())
-    } else {
-        Err(DeviceError::Torch {
-            action,
-            message: take_string(err),
-        })
-    }
 }
 
 impl<S: Sink> Capture<S> {

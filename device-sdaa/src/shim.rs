@@ -62,7 +62,8 @@ pub(crate) fn free_buffer(p: *mut c_char) {
     unsafe { mzd_free_string(p) }
 }
 
-fn check(err: *mut c_char, action: &'static str) -> Result<(), DeviceError> {
+/// A shim call's error string (null: success) as a [`DeviceError::Torch`] naming `action`.
+pub(crate) fn check(err: *mut c_char, action: &'static str) -> Result<(), DeviceError> {
     if err.is_null() {
         Ok(())
     } else {
