@@ -92,13 +92,22 @@ Config parse(const char* spec) {
   return config;
 }
 
+// The callback stays registered in libtorch until the process ends, so it can fire after this
+// library's static destructors ran (exit with autograd device threads still alive): the state it
+// reads is allocated once and never destroyed.
 const Config& config() {
-  static const Config c = parse(std::getenv(kVariable));
-  return c;
+  static const Config* c = new Config(parse(std::getenv(kVariable)));
+  return *c;
 }
 
-std::mutex calls_mutex;
-std::unordered_map<std::string, int64_t> calls;  // per op name since the step began
+struct Calls {
+  std::mutex mutex;
+  std::unordered_map<std::string, int64_t> count;  // per op name since the step began
+};
+Calls& calls() {
+  static Calls* c = new Calls;
+  return *c;
+}
 
 // One call of an op; a re-dispatch of the same call (under a Python dispatch mode) shares it.
 struct Call {
@@ -151,8 +160,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   if (fn.scope() == at::RecordScope::USER_SCOPE) {
     if (name == kStepScope) {
-      std::lock_guard<std::mutex> lock(calls_mutex);
-      calls.clear();
+      std::lock_guard<std::mutex> lock(calls().mutex);
+      calls().count.clear();
     }
     return nullptr;
   }
@@ -174,8 +183,8 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   if (!any_on_sdaa(fn.outputs())) return;
   int64_t k;
   {
-    std::lock_guard<std::mutex> lock(calls_mutex);
-    k = calls[frame.name]++;
+    std::lock_guard<std::mutex> lock(calls().mutex);
+    k = calls().count[frame.name]++;
   }
   const Perturbation* hit = nullptr;
   for (const Perturbation& p : config().perturbations) {

@@ -12,6 +12,7 @@ SDAA_EMU_PERTURB can make one op call compute wrong (docs/devices.md).
 
 import argparse
 import ctypes
+import faulthandler
 import os
 import types
 
@@ -81,6 +82,7 @@ def main():
     p.add_argument("--perturb-conv2", action="store_true")
     p.add_argument("--device", default="cpu")
     a = p.parse_args()
+    faulthandler.enable()  # an abort names the Python frame it happened under
     net, x, y = build(getattr(torch, a.dtype), a.perturb_conv2)
     if a.device != "cpu":
         use_sdaa_emulator()

@@ -63,7 +63,12 @@ fn tiny_step_on_emulator(dir: &Path, perturb: &str) {
         home.join("lib64/libtorch_sdaa.so").is_file(),
         "the SDAA emulator is not built: run `make build`"
     );
-    let mut env = vec![("SDAA_HOME", home.to_str().unwrap())];
+    // One device: libtorch starts an autograd thread per device index, and an idle one still
+    // waiting for the GIL when Python finalizes can abort the process at exit.
+    let mut env = vec![
+        ("SDAA_HOME", home.to_str().unwrap()),
+        ("SDAA_EMULATOR_DEVICES", "1"),
+    ];
     if !perturb.is_empty() {
         env.push(("SDAA_EMU_PERTURB", perturb));
     }
