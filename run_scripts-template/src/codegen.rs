@@ -10,8 +10,13 @@ use crate::spec::{ArgSpec, SpecError};
 /// File name of the merged spec written into `OUT_DIR`.
 pub const MERGED_SPEC_FILE: &str = "run_args.yaml";
 
+/// File name of the model's typed arguments (`ModelArgs`, its own spec's `args`) written into
+/// `OUT_DIR`; the standard ones are [`crate::StandardArgs`].
+pub const MODEL_ARGS_FILE: &str = "model_args.rs";
+
 /// Merge the standard spec with `model_spec`, check it (names, defaults, choices, and clap's own
-/// consistency checks), and write it to `out_dir/`[`MERGED_SPEC_FILE`]. Returns the written path.
+/// consistency checks), and write it to `out_dir/`[`MERGED_SPEC_FILE`], with the model's typed
+/// arguments in `out_dir/`[`MODEL_ARGS_FILE`]. Returns the merged spec's path.
 pub fn generate_merged_spec(
     program: &str,
     model_spec: &Path,
@@ -32,12 +37,22 @@ pub fn generate_merged_spec(
         origin: origin.clone(),
         source,
     })?;
-    let path = out_dir.join(MERGED_SPEC_FILE);
-    std::fs::write(&path, text).map_err(|source| SpecError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    Ok(path)
+    let typed = crate::typed::struct_source(
+        "ModelArgs",
+        &format!("The arguments {program} adds to the standard ones ({origin}), typed."),
+        &extras.args,
+        "::run_scripts_template",
+    );
+    let write = |name: &str, text: &str| {
+        let path = out_dir.join(name);
+        std::fs::write(&path, text).map_err(|source| SpecError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(path)
+    };
+    write(MODEL_ARGS_FILE, &typed)?;
+    write(MERGED_SPEC_FILE, &text)
 }
 
 /// The whole spec step of a `run_<model>` crate's `build.rs`: merge `spec.yaml` (next to the

@@ -6,6 +6,9 @@ pub mod cli;
 pub mod codegen;
 pub mod scaffold;
 pub mod spec;
+pub mod typed;
 
-pub use cli::{build_command, ArgValue, ResolvedArg, ResolvedArgs};
+pub use cli::{build_command, present_arg, ArgValue, FromArgs, ResolvedArg, ResolvedArgs};
 pub use spec::{ArgDef, ArgRefinement, ArgSpec, ArgType, SpecError};
+
+include!(concat!(env!("OUT_DIR"), "/standard_args.rs"));

@@ -225,52 +225,54 @@ pub fn at_least_f32(t: &Tensor) -> Tensor {
 /// option without `--dump`, and `--dump_dtype fp64` with `--autocast` or off the CPU (the
 /// arbiter is float64 on the CPU by definition).
 pub fn from_args(
-    args: &run_scripts_template::ResolvedArgs,
+    std: &run_scripts_template::StandardArgs,
 ) -> Result<Option<DumpSettings>, EngineError> {
     let bad = |m: String| Err(EngineError::Settings(m));
-    let options = ["dump_step", "dump_level", "dump_tensors", "dump_dtype"];
-    let Some(dir) = args.path("dump") else {
-        return match options.iter().find(|o| args.is_explicit(o)) {
-            Some(o) => bad(format!(
+    let typed = &std.explicit;
+    let Some(dir) = &std.dump else {
+        let options = [
+            ("dump_step", typed.dump_step),
+            ("dump_level", typed.dump_level),
+            ("dump_tensors", typed.dump_tensors),
+            ("dump_dtype", typed.dump_dtype),
+        ];
+        return match options.iter().find(|(_, given)| *given) {
+            Some((o, _)) => bad(format!(
                 "--{o} needs --dump DIR (where the dump is written)"
             )),
             None => Ok(None),
         };
     };
-    let step = match args.int("dump_step").unwrap_or(1) {
+    let step = match std.dump_step {
         n if n >= 1 => n as u64,
         n => return bad(format!("--dump_step {n}: steps count from 1")),
     };
-    let level = args
-        .string("dump_level")
-        .unwrap_or("op")
-        .parse()
-        .map_err(EngineError::Settings)?;
-    let full = match args.string("dump_tensors").unwrap_or("stats") {
+    let level = std.dump_level.parse().map_err(EngineError::Settings)?;
+    let full = match std.dump_tensors.as_str() {
         "stats" => false,
         "full" => true,
         other => return bad(format!("--dump_tensors {other:?}: valid: stats, full")),
     };
-    let fp64 = match args.string("dump_dtype") {
+    let fp64 = match std.dump_dtype.as_deref() {
         None => false,
         Some("fp64") => true,
         Some(other) => return bad(format!("--dump_dtype {other:?}: valid: fp64")),
     };
-    if fp64 && args.flag("autocast") {
+    if fp64 && std.autocast {
         return bad("--dump_dtype fp64 runs the model in float64: drop --autocast".into());
     }
-    let device = args.string("device").unwrap_or("cpu");
+    let device = &std.device;
     if fp64 && device != "cpu" {
         return bad(format!(
             "--dump_dtype fp64 is the float64 reference on the CPU: use --device cpu, not {device}"
         ));
     }
     Ok(Some(DumpSettings {
-        dir: dir.to_path_buf(),
+        dir: dir.clone(),
         step,
         level,
         full,
         fp64,
-        model: args.string("model_name").unwrap_or("model").to_string(),
+        model: std.model_name.clone().unwrap_or_else(|| "model".into()),
     }))
 }

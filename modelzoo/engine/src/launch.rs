@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use device_sdaa::dist::Store;
-use run_scripts_template::{ArgValue, ResolvedArgs};
+use run_scripts_template::{ArgValue, ResolvedArgs, StandardArgs};
 
 /// How long workers get to exit after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(10);
@@ -70,9 +70,8 @@ impl LaunchError {
 
 impl LaunchPlan {
     /// The plan from the standard flags; `None` for a single-process run.
-    pub fn from_args(args: &ResolvedArgs) -> Result<Option<LaunchPlan>, LaunchError> {
-        let int = |name: &str, min: i64, max: i64| -> Result<i64, LaunchError> {
-            let v = args.int(name).unwrap_or(min);
+    pub fn from_args(std: &StandardArgs) -> Result<Option<LaunchPlan>, LaunchError> {
+        let int = |name: &str, v: i64, min: i64, max: i64| -> Result<i64, LaunchError> {
             if v < min || v > max {
                 return Err(LaunchError::Usage(format!(
                     "--{name} {v}: must be between {min} and {max}"
@@ -80,12 +79,12 @@ impl LaunchPlan {
             }
             Ok(v)
         };
-        let nproc = int("nproc_per_node", 1, 1024)? as usize;
-        let nnode = int("nnode", 1, 1 << 16)? as usize;
+        let nproc = int("nproc_per_node", std.nproc_per_node, 1, 1024)? as usize;
+        let nnode = int("nnode", std.nnode, 1, 1 << 16)? as usize;
         if nproc * nnode == 1 {
             return Ok(None);
         }
-        let node_rank = int("node_rank", 0, i64::MAX)? as usize;
+        let node_rank = int("node_rank", std.node_rank, 0, i64::MAX)? as usize;
         if node_rank >= nnode {
             return Err(LaunchError::Usage(format!(
                 "--node_rank {node_rank} with --nnode {nnode}: node ranks go from 0 to {}",
@@ -96,12 +95,11 @@ impl LaunchPlan {
             nproc_per_node: nproc,
             nnode,
             node_rank,
-            master_addr: args
-                .string("master_addr")
-                .unwrap_or("127.0.0.1")
-                .to_string(),
-            master_port: int("master_port", 1, 65535)? as u16,
-            timeout: Duration::from_secs(int("dist_timeout", 1, 86_400 * 7)? as u64),
+            master_addr: std.master_addr.clone(),
+            master_port: int("master_port", std.master_port, 1, 65535)? as u16,
+            timeout: Duration::from_secs(
+                int("dist_timeout", std.dist_timeout, 1, 86_400 * 7)? as u64
+            ),
         }))
     }
 

@@ -3,6 +3,7 @@
 //! dynamic loss scaling), gradient accumulation, global-norm clipping, LR stepping, metric
 //! output, evaluation and atomic checkpoints with exact resume.
 
+pub mod app;
 pub mod checkpoint;
 pub mod data;
 pub mod device;

@@ -1,100 +1,23 @@
-//! What every `run_<model>` binary needs around [`crate::Engine`], kept here so the models
-//! share one copy: engine settings from the standard command line over the FleetX config, the
-//! dllogger metric sink, and the readable text of a libtorch error.
+//! The pieces [`crate::app::main`] runs a model with, one copy for every model: engine
+//! settings from the standard command line over the FleetX config, the device of a worker, the
+//! memory check, the dllogger metric sink, and the readable text of a libtorch error.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use device_sdaa::{Device, DeviceSpec};
 use dllogger::{JsonStreamBackend, Logger, Metadata, StdOutBackend, Value, Verbosity};
 use model_config::fleetx::EngineConfig;
-use run_scripts_template::{ArgSpec, ResolvedArgs};
-use tch::Kind;
+use run_scripts_template::StandardArgs;
 
-use crate::launch::{self, LaunchPlan};
-use crate::{
-    DataParallel, EngineError, EngineSettings, MetricSink, Precision, TrainDevice, WorldInfo,
-};
-
-/// The start of every `run_<model>` binary: diagnostics through `tracing` on stderr (`RUST_LOG`
-/// honoured, `info` by default, never on stdout with the metric lines; coloured only when
-/// stderr is a terminal, so logs redirected to files and pipes stay plain text), then the command line
-/// parsed against the model's merged spec. `Err(code)` means the process ends now: the spec
-/// did not load (2), or `--print_cmd` printed the resolved command (0). clap's own usage
-/// errors exit 2 with the valid values.
-///
-/// With `--nproc_per_node` / `--nnode` above 1 this process is the node's launcher: it runs
-/// the job's workers (see [`launch`]) and `Err` carries the job's exit code. A worker (a
-/// process with torchrun's `WORLD_SIZE`) gets `Ok` and joins with [`join_data_parallel`].
-pub fn start<E: std::fmt::Display>(
-    program: &str,
-    about: &str,
-    spec: Result<ArgSpec, E>,
-) -> Result<ResolvedArgs, ExitCode> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
-    let spec = spec.map_err(|e| {
-        eprintln!("error: {e}");
-        ExitCode::from(2)
-    })?;
-    let args = ResolvedArgs::parse_from(program, about, &spec, std::env::args_os())
-        .unwrap_or_else(|e| e.exit());
-    let is_worker = std::env::var_os("WORLD_SIZE").is_some();
-    let plan = match LaunchPlan::from_args(&args) {
-        Ok(plan) => plan.filter(|_| !is_worker),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Err(ExitCode::from(e.exit_code()));
-        }
-    };
-    if args.flag("print_cmd") {
-        match &plan {
-            Some(p) => print!("{}", launch::print_commands(&args, p)),
-            None => print!("{}", args.to_command_line()),
-        }
-        return Err(ExitCode::SUCCESS);
-    }
-    let Some(plan) = plan else {
-        return Ok(args);
-    };
-    if let Err(e) = check_cuda_job(&args, &plan) {
-        eprintln!("{program}: error: {e}");
-        return Err(ExitCode::from(2));
-    }
-    let result = std::env::current_exe()
-        .map_err(|e| {
-            launch::LaunchError::Usage(format!("cannot find this program to start workers: {e}"))
-        })
-        .and_then(|exe| {
-            let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-            launch::launch(&plan, exe, &argv)
-        });
-    Err(match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e @ launch::LaunchError::Interrupted(_)) => {
-            eprintln!("{program}: {e}");
-            ExitCode::from(e.exit_code())
-        }
-        Err(e) => {
-            eprintln!("{program}: error: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    })
-}
+use crate::launch::LaunchPlan;
+use crate::{DataParallel, EngineError, EngineSettings, MetricSink, TrainDevice, WorldInfo};
 
 /// A CUDA data-parallel job's GPUs, checked by the launcher before any worker starts (a
 /// missing GPU is bad input, exit 2, not N failed workers): every worker's card must exist —
 /// `cuda:0` .. `cuda:N-1` for a bare `--device cuda`, else the one named.
-fn check_cuda_job(args: &ResolvedArgs, plan: &LaunchPlan) -> Result<(), String> {
-    let Some(Ok(spec)) = args.string("device").map(str::parse::<DeviceSpec>) else {
+pub(crate) fn check_cuda_job(std: &StandardArgs, plan: &LaunchPlan) -> Result<(), String> {
+    let Ok(spec) = std.device.parse::<DeviceSpec>() else {
         return Ok(()); // not a device spec: the workers report it
     };
     if spec.kind != device_sdaa::DeviceKind::Cuda {
@@ -112,8 +35,7 @@ fn check_cuda_job(args: &ResolvedArgs, plan: &LaunchPlan) -> Result<(), String> 
     Device::open(need).map(drop).map_err(|e| {
         format!(
             "--device {} with --nproc_per_node {}: the workers need {needed} (DDP over NCCL): {e}",
-            args.string("device").unwrap_or("cuda"),
-            plan.nproc_per_node
+            std.device, plan.nproc_per_node
         )
     })
 }
@@ -133,13 +55,13 @@ pub fn worker_device(spec: DeviceSpec) -> Result<DeviceSpec, EngineError> {
 /// Join the data-parallel job this process was launched into (torchrun environment), on
 /// `device`; `None` for a single-process run. Waits `--dist_timeout` for the other ranks.
 pub fn join_data_parallel(
-    args: &ResolvedArgs,
+    std: &StandardArgs,
     device: &Device,
 ) -> Result<Option<DataParallel>, EngineError> {
     let Some(world) = WorldInfo::from_env()? else {
         return Ok(None);
     };
-    let secs = args.int("dist_timeout").unwrap_or(300).max(1) as u64;
+    let secs = std.dist_timeout.max(1) as u64;
     DataParallel::join(world, device, Duration::from_secs(secs)).map(Some)
 }
 
@@ -183,20 +105,11 @@ fn bad(msg: impl Into<String>) -> EngineError {
     EngineError::Settings(msg.into())
 }
 
-/// `name` as a positive count, or an error naming the flag.
-pub fn positive(args: &ResolvedArgs, name: &str) -> Result<usize, EngineError> {
-    match args.int(name) {
-        Some(v) if v > 0 => Ok(v as usize),
-        Some(v) => Err(bad(format!("--{name} {v}: must be a positive integer"))),
-        None => Err(bad(format!("--{name} is required"))),
-    }
-}
-
 /// The engine settings: the FleetX `Engine` section (`section`, from `-c` / `-o`) first, then
-/// the standard flags (the ones every `run_<model>` spec has) on top — every flag the user typed wins; without a config the flags'
-/// defaults apply. `--autocast` asks for AMP; its dtype is settled once the device is open.
+/// the standard flags on top — every flag the user typed wins; without a config the flags'
+/// defaults apply. AMP is settled once the device is open ([`crate::app::settle_precision`]).
 pub fn settings_from_args(
-    args: &ResolvedArgs,
+    std: &StandardArgs,
     section: Option<&EngineConfig>,
 ) -> Result<EngineSettings, EngineError> {
     let from_config = section.is_some();
@@ -204,36 +117,33 @@ pub fn settings_from_args(
         Some(cfg) => EngineSettings::from_fleetx(cfg)?,
         None => EngineSettings::default(),
     };
-    let wins = |name: &str| args.is_explicit(name) || !from_config;
-    if wins("step") {
-        s.max_steps = match args.int("step") {
-            Some(-1) | None => None,
-            Some(n) if n > 0 => Some(n as u64),
-            Some(n) => {
+    let typed = &std.explicit;
+    if typed.step || !from_config {
+        s.max_steps = match std.step {
+            -1 => None,
+            n if n > 0 => Some(n as u64),
+            n => {
                 return Err(bad(format!(
                     "--step {n}: must be -1 (whole epochs) or a positive number of iterations"
                 )))
             }
         };
     }
-    if wins("epoch") {
-        s.num_train_epochs = positive(args, "epoch")? as u64;
+    if typed.epoch || !from_config {
+        s.num_train_epochs = std.epoch as u64;
     }
-    if wins("output_dir") {
-        s.ckpt_dir = output_dir(args, section).join("checkpoints");
+    if typed.logging_freq || !from_config {
+        s.logging_freq = std.logging_freq as u64;
     }
-    if let Some(r) = args.path("resume") {
-        s.resume = Some(r.to_path_buf());
+    if typed.output_dir || !from_config {
+        s.ckpt_dir = output_dir(std, section).join("checkpoints");
     }
-    s.seed = args.int("seed").unwrap_or(42) as u64;
-    if args.flag("autocast") {
-        s.precision = Precision::Amp {
-            dtype: Kind::Half,
-            loss_scale: None,
-        };
+    if let Some(r) = &std.resume {
+        s.resume = Some(r.clone());
     }
+    s.seed = std.seed as u64;
     s.rank = dllogger::rank_from_env().unwrap_or(0) as i64;
-    s.dump = crate::dump::from_args(args)?;
+    s.dump = crate::dump::from_args(std)?;
     Ok(s)
 }
 
@@ -376,29 +286,10 @@ pub fn check_memory(
 
 /// Where logs and checkpoints go: `--output_dir` when typed (or when there is no config),
 /// else the config's `Engine.save_load.output_dir`.
-pub fn output_dir(args: &ResolvedArgs, cfg: Option<&EngineConfig>) -> PathBuf {
+pub fn output_dir(std: &StandardArgs, cfg: Option<&EngineConfig>) -> PathBuf {
     match cfg {
-        Some(c) if !args.is_explicit("output_dir") => c.save_load.output_dir.clone(),
-        _ => args
-            .path("output_dir")
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("./output")),
-    }
-}
-
-/// Settle the AMP dtype once the device is known: `amp_dtype` `fp16` / `bf16`, or the
-/// device's default; fp16 gets dynamic loss scaling from 65536.
-pub fn settle_amp(settings: &mut EngineSettings, amp_dtype: &str, device_default: Kind) {
-    if let Precision::Amp { .. } = settings.precision {
-        let dtype = match amp_dtype {
-            "fp16" => Kind::Half,
-            "bf16" => Kind::BFloat16,
-            _ => device_default,
-        };
-        settings.precision = Precision::Amp {
-            dtype,
-            loss_scale: (dtype == Kind::Half).then_some(65536.0),
-        };
+        Some(c) if !std.explicit.output_dir => c.save_load.output_dir.clone(),
+        _ => std.output_dir.clone(),
     }
 }
 

@@ -1,9 +1,10 @@
 //! ResNet (torchvision-compatible architectures) as a ModelZoo standard case: the model, its
-//! datasets, its engine module and the `run_resnet` flow.
+//! engine module and the recipe `run_resnet` trains it with.
 
+pub mod args;
 pub mod data;
 pub mod model;
 pub mod module;
-pub mod run;
+pub mod recipe;
 
 pub use model::{parameter_count, ResNet, Variant, VARIANT_NAMES};

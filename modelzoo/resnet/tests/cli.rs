@@ -8,7 +8,7 @@ use std::process::Command;
 
 #[test]
 fn help_lists_every_spec_argument_with_defaults() {
-    let spec = modelzoo_resnet::run::spec().unwrap();
+    let spec = modelzoo_resnet::recipe::spec().unwrap();
     let o = Command::new(BIN).arg("--help").output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     // Collapse the wrapping of `--help` so "[default: 42]" is found whatever the line breaks.

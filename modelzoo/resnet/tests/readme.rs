@@ -4,7 +4,7 @@
 fn readme_documents_every_argument() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let spec = modelzoo_resnet::run::spec().unwrap();
+    let spec = modelzoo_resnet::recipe::spec().unwrap();
     for a in &spec.args {
         assert!(
             readme.contains(&format!("`--{}`", a.name)),
