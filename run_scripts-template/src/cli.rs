@@ -325,7 +325,7 @@ mod tests {
 
     fn spec() -> ArgSpec {
         let extras = ArgSpec::from_yaml(
-            "args:\n  - {name: amp_dtype, type: string, default: auto, choices: [auto, fp16, bf16], help: h}\n  - {name: momentum, type: float, default: 0.9, help: m}\nrefine:\n  - {name: model_name, default: resnet50, choices: [resnet18, resnet50]}\n",
+            "args:\n  - {name: optimizer, type: string, default: sgd, choices: [sgd, adamw], help: h}\n  - {name: momentum, type: float, default: 0.9, help: m}\nrefine:\n  - {name: model_name, default: resnet50, choices: [resnet18, resnet50]}\n",
             "test.yaml",
         )
         .unwrap();

@@ -109,3 +109,51 @@ pub fn struct_source(name: &str, doc: &str, defs: &[ArgDef], krate: &str) -> Str
          }}\n"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{ArgSpec, FromArgs, ResolvedArgs, StandardArgs};
+
+    #[test]
+    fn standard_args_read_typed_values_defaults_and_explicitness() {
+        let spec = ArgSpec::standard();
+        let argv = [
+            "run_x",
+            "--batch_size",
+            "8",
+            "-o",
+            "a=1",
+            "-o",
+            "b=2",
+            "--autocast",
+        ];
+        let a =
+            StandardArgs::from_args(&ResolvedArgs::parse_from("run_x", "", &spec, argv).unwrap());
+        assert_eq!(a.batch_size, 8);
+        assert!(a.explicit.batch_size);
+        assert_eq!(a.r#override, ["a=1", "b=2"]);
+        assert!(a.autocast && a.explicit.autocast);
+        // Defaults come from the spec and are not explicit; no default reads as None.
+        assert_eq!(a.lr, 0.1);
+        assert!(!a.explicit.lr);
+        assert_eq!(a.device, "cpu");
+        assert_eq!(a.config, None);
+        assert_eq!(a.output_dir, std::path::PathBuf::from("./output"));
+    }
+
+    #[test]
+    fn generated_source_has_raw_identifiers_and_options_where_no_default() {
+        let spec = ArgSpec::from_yaml(
+            "args:\n  - {name: type, type: int, default: 1, help: h}\n  - {name: clip, type: float, help: c}\n",
+            "t.yaml",
+        )
+        .unwrap();
+        let src = super::struct_source("ModelArgs", "doc", &spec.args, "crate");
+        assert!(src.contains("pub r#type: i64,"), "{src}");
+        assert!(
+            src.contains("pub clip: ::std::option::Option<f64>,"),
+            "{src}"
+        );
+        assert!(src.contains("clip: args.is_explicit(\"clip\")"), "{src}");
+    }
+}
