@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use model_config::ModelYaml;
 use modelzoo_ci::{check_log, run_command, Options, RunOutcome, Stage, Status, Summary};
-use run_scripts_template::scaffold::{self, Kind, NewModel};
+use modelzoo_scaffold::{self as scaffold, Kind, NewModel};
 
 const SCRIPT: &str = include_str!("data/train.sh");
 

@@ -1,10 +1,9 @@
 //! `run_scripts_template` holds the one source of truth for the ModelZoo's uniform command
-//! line: the standard argument spec (`spec/standard.yaml`), the code that turns it plus a
-//! model's own spec into a `run_<model>` CLI, and the templates `modelzoo new` scaffolds from.
+//! line: the standard argument spec (`spec/standard.yaml`) and the code that turns it plus a
+//! model's own spec into a `run_<model>` CLI and typed argument structs.
 
 pub mod cli;
 pub mod codegen;
-pub mod scaffold;
 pub mod spec;
 pub mod typed;
 

@@ -51,9 +51,7 @@ pub trait BasicModule {
     /// How many throughput items (`ips_unit`) a batch holds: images, or tokens.
     fn items_in(&self, batch: &Self::Batch) -> usize;
     /// Unit of `train.ips` in the log (`imgs/s`, `tokens/s`).
-    fn ips_unit(&self) -> &'static str {
-        "imgs/s"
-    }
+    fn ips_unit(&self) -> &'static str;
     /// Extra metrics for a logged training step (e.g. `train.mfu`), as (name, value); they are
     /// declared through [`Self::train_metric_meta`].
     fn train_metrics(&mut self, _info: &StepInfo) -> Vec<(String, f64)> {
@@ -64,10 +62,8 @@ pub trait BasicModule {
         Vec::new()
     }
     /// (name, unit, goal) of each evaluation metric besides `val.loss` that
-    /// [`Self::validation_epoch_end`] returns.
-    fn val_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)> {
-        vec![("val.top1", "%", "MAXIMIZE"), ("val.top5", "%", "MAXIMIZE")]
-    }
+    /// [`Self::validation_epoch_end`] returns: a model declares its own (`val.top1`, `val.ppl`).
+    fn val_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)>;
     /// Forward pass in training mode; returns the scalar mean loss of the batch.
     fn training_step(&mut self, batch: &Self::Batch) -> Tensor;
     /// Called after each logged optimizer step.

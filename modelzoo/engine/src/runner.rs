@@ -147,6 +147,21 @@ pub fn settings_from_args(
     Ok(s)
 }
 
+/// The engine settings of a model whose config has only engine sections: the FleetX config
+/// (`-c`, `-o`) loaded, refused if it has a section outside `sections` (it would be silently
+/// ignored), its `Engine` section under the standard flags ([`settings_from_args`]).
+pub fn settings_from_config(
+    std: &StandardArgs,
+    sections: &[&str],
+) -> Result<EngineSettings, crate::app::RunError> {
+    use crate::app::RunError;
+    let tree = model_config::fleetx::load(std.config.as_deref(), &std.r#override)
+        .map_err(RunError::input)?;
+    tree.check_sections(sections).map_err(RunError::input)?;
+    let section: Option<EngineConfig> = tree.section("Engine").map_err(RunError::input)?;
+    settings_from_args(std, section.as_ref()).map_err(RunError::input)
+}
+
 /// At least how many bytes a training step needs, and where: what [`check_memory`] compares
 /// with the memory there is, so an impossible `--batch_size` / `--image_size` / model size is
 /// refused up front (exit 2) instead of aborting in the allocator or being OOM-killed. An

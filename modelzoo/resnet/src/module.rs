@@ -71,6 +71,12 @@ impl BasicModule for ResNetModule {
     fn items_in(&self, batch: &ImageBatch) -> usize {
         batch.len()
     }
+    fn ips_unit(&self) -> &'static str {
+        "imgs/s"
+    }
+    fn val_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)> {
+        vec![("val.top1", "%", "MAXIMIZE"), ("val.top5", "%", "MAXIMIZE")]
+    }
     fn var_store(&self) -> &nn::VarStore {
         &self.vs
     }

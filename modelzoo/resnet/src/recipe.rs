@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use model_config::fleetx;
 use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
 use modelzoo_engine::{runner, Dataset, Loader, LoaderOptions};
 use run_scripts_template::StandardArgs;
@@ -45,13 +44,7 @@ impl Recipe for ResNetRecipe {
     const SPEC_YAML: &'static str = SPEC_YAML;
 
     fn plan(&self, std: &StandardArgs, args: &ModelArgs) -> Result<Plan, RunError> {
-        let tree = fleetx::load(std.config.as_deref(), &std.r#override).map_err(RunError::input)?;
-        // run_resnet reads only the Engine section: anything else would be silently ignored.
-        tree.check_sections(SECTIONS).map_err(RunError::input)?;
-        let section: Option<fleetx::EngineConfig> =
-            tree.section("Engine").map_err(RunError::input)?;
-        let settings =
-            runner::settings_from_args(std, section.as_ref()).map_err(RunError::input)?;
+        let settings = runner::settings_from_config(std, SECTIONS)?;
         let batch_size = std.batch_size as usize;
         // CIFAR-10 images are 32 px whatever --image_size says.
         let root = std.dataset_path.as_deref();

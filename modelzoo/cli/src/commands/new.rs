@@ -1,10 +1,10 @@
 //! `modelzoo new <name> --kind python|rust`: scaffold a model directory in ModelZoo shape from
-//! the templates in run_scripts-template/, plus its model.yaml entry. Never overwrites.
+//! the templates of modelzoo-scaffold, plus its model.yaml entry. Never overwrites.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use run_scripts_template::scaffold::{self, Kind, NewModel};
+use modelzoo_scaffold::{self as scaffold, Kind, NewModel};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum KindArg {

@@ -1,8 +1,9 @@
 //! `modelzoo new`: a model directory that is right from the first commit, rendered from the
-//! template files in `run_scripts-template/templates/` (embedded at build time) plus its
-//! `model.yaml` entry.
+//! template files in `templates/` (embedded at build time) plus its `model.yaml` entry. Apart
+//! from run_scripts_template so that no `run_<model>` binary links the scaffolder.
 //!
-//! Placeholders are `{{name}}`, `{{title}}`, `{{category}}`, `{{model_path}}`, and two rendered
+//! Placeholders are `{{name}}`, `{{title}}`, `{{Camel}}` (the name in CamelCase, for Rust type
+//! names), `{{category}}`, `{{model_path}}`, and two rendered
 //! from the standard argument spec: `{{args_table}}` (Markdown, one row per argument) and
 //! `{{argparse_arguments}}` (the `parser.add_argument(...)` lines of argument.py). Existing
 //! files are never overwritten.
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use model_config::{Framework, ModelEntry, ModelYaml, ModelYamlError};
 
-use crate::spec::{ArgDef, ArgSpec, ArgType};
+use run_scripts_template::{ArgDef, ArgSpec, ArgType};
 
 /// Which kind of model directory to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,8 +21,9 @@ pub enum Kind {
     /// Tecorigin ModelZoo layout: README, requirements.txt, run_scripts/ with argument.py,
     /// formate_cmd.py, run_<name>.py and README.
     Python,
-    /// A Rust model crate of this repository: Cargo.toml with a run_<name> binary, spec.yaml,
-    /// build.rs, src/main.rs, README.
+    /// A Rust model crate of this repository, the shape of modelzoo/resnet: Cargo.toml with a
+    /// run_<name> binary, spec.yaml, build.rs, README and src/ with main, args, model, module
+    /// and recipe — a two-layer perceptron on synthetic images that trains as it is.
     Rust,
 }
 
@@ -54,7 +56,12 @@ const RUST: &[Template] = &[
     template!("rust/README.md"),
     template!("rust/build.rs"),
     template!("rust/spec.yaml"),
+    template!("rust/src/args.rs"),
+    template!("rust/src/lib.rs"),
     template!("rust/src/main.rs"),
+    template!("rust/src/model.rs"),
+    template!("rust/src/module.rs"),
+    template!("rust/src/recipe.rs"),
 ];
 
 /// What to scaffold.
@@ -141,6 +148,7 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
     let vars: Vec<(&str, String)> = vec![
         ("{{name}}", name.clone()),
         ("{{title}}", title),
+        ("{{Camel}}", camel_of(name)),
         ("{{category}}", req.category.clone()),
         ("{{model_path}}", model_path.clone()),
         ("{{args_table}}", args_table(&spec)),
@@ -199,7 +207,7 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
             command: format!(
                 "run_{name} --device {{device}} --step 5 --output_dir {{output_dir}}"
             ),
-            log: "{output_dir}/dllogger.json".into(),
+            log: format!("{{output_dir}}/{name}_log.json"),
             metrics: vec!["train.loss".into(), "train.ips".into()],
             timeout: 600,
         },
@@ -250,6 +258,18 @@ fn render(text: &str, vars: &[(&str, String)]) -> String {
         out = out.replace(key, value);
     }
     out
+}
+
+/// `my_model2` → `MyModel2`.
+fn camel_of(name: &str) -> String {
+    name.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 fn title_of(name: &str) -> String {

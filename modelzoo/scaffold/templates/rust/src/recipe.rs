@@ -1,0 +1,75 @@
+//! How `run_{{name}}` runs: its recipe for the engine's entry point (`modelzoo_engine::app`) —
+//! the engine settings from the `Engine` section and the flags, then the data and the module.
+
+use std::sync::Arc;
+
+use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
+use modelzoo_engine::runner;
+use modelzoo_vision::{Loader, LoaderOptions, Split, Synthetic};
+use run_scripts_template::StandardArgs;
+
+use crate::args::ModelArgs;
+use crate::module::Module{{Camel}};
+
+/// `run_{{name}}`.
+pub struct Recipe{{Camel}};
+
+impl Recipe for Recipe{{Camel}} {
+    type Args = ModelArgs;
+    type Module = Module{{Camel}};
+    const PROGRAM: &'static str = "run_{{name}}";
+    const ABOUT: &'static str = "{{title}} standard case of the ModelZoo";
+    const SPEC_YAML: &'static str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yaml"));
+
+    fn plan(&self, std: &StandardArgs, _args: &ModelArgs) -> Result<Plan, RunError> {
+        Ok(Plan {
+            settings: runner::settings_from_config(std, &["Engine"])?,
+            batch_size: std.batch_size as usize,
+            memory: None,
+        })
+    }
+
+    fn build(
+        &self,
+        std: &StandardArgs,
+        args: &ModelArgs,
+        run: &RunContext,
+    ) -> Result<Built<Module{{Camel}}>, RunError> {
+        let (classes, size) = (args.num_classes as usize, args.image_size as usize);
+        let seed = run.settings.seed;
+        let n = args.synthetic_samples as usize;
+        let train_set = Arc::new(Synthetic::new(classes, size, n, Split::Train, seed));
+        let val_set = Arc::new(Synthetic::new(classes, size, (n / 4).max(1), Split::Val, seed));
+        let opts = LoaderOptions {
+            batch_size: std.batch_size as usize,
+            shuffle: true,
+            drop_last: true,
+            num_workers: std.num_workers as usize,
+            prefetch: 2,
+            seed,
+        };
+        let (rank, world) = run.rank_and_world();
+        let train = Loader::new(train_set, opts).sharded(rank, world);
+        if train.batches_per_epoch() == 0 {
+            return Err(RunError::input(format!(
+                "--synthetic_samples {n} is fewer than one batch of {} for each of {world} rank(s)",
+                std.batch_size
+            )));
+        }
+        let val = Loader::new(
+            val_set,
+            LoaderOptions {
+                shuffle: false,
+                drop_last: false,
+                ..opts
+            },
+        );
+        Ok(Built {
+            module: Module{{Camel}}::new(size as i64, classes as i64, std.lr, seed),
+            train: Box::new(train),
+            val: Some(Box::new(val)),
+            data: "the synthetic training set".into(),
+            summary: format!("batch {}", std.batch_size),
+        })
+    }
+}
