@@ -9,17 +9,16 @@ use device_sdaa::{Device as RunDevice, DeviceSpec};
 use modelzoo_engine::{
     install_signal_handlers, runner, BatchSource, Engine, FitSummary, Precision,
 };
+use modelzoo_text::{Corpus, GptDataset, Split, TokenBatch, TokenBatches, Tokenizer};
 use run_scripts_template::{spec::ArgSpec, ResolvedArgs};
 use tch::nn::VarStore;
 use tch::Device;
 
 use crate::checkpoint::{self, Meta};
 use crate::config::GptConfig;
-use crate::data::{Corpus, GptDataset, Split};
 use crate::generate::generate;
 use crate::model::Gpt;
-use crate::module::{peak_flops, GptModule, TokenBatch, TokenBatches};
-use crate::tokenizer::Tokenizer;
+use crate::module::{peak_flops, GptModule};
 
 /// Training or generation itself failed (non-finite loss, libtorch error, I/O during the
 /// run): exit 1, where bad input exits 2.
@@ -226,12 +225,6 @@ pub fn run_train(args: &ResolvedArgs) -> anyhow::Result<FitSummary> {
             .into());
         }
     };
-    if let Some(e) = train
-        .take_error()
-        .or_else(|| val.as_ref().and_then(|v| v.take_error()))
-    {
-        return Err(e.into());
-    }
     logger
         .finish()
         .map_err(|e| TrainingFailed(format!("writing the metric log {}: {e}", json.display())))?;

@@ -1,7 +1,6 @@
 //! ResNet (torchvision-compatible architectures) as a ModelZoo standard case: the model, its
-//! datasets, its engine module and the `run_resnet` flow.
+//! engine module and the `run_resnet` flow (its data comes from `modelzoo-vision`).
 
-pub mod data;
 pub mod model;
 pub mod module;
 pub mod run;

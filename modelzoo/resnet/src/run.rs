@@ -7,12 +7,13 @@ use std::sync::Arc;
 use device_sdaa::{Device, DeviceSpec};
 use model_config::fleetx::{self, EngineConfig};
 use modelzoo_engine::{
-    install_signal_handlers, runner, Dataset, Engine, EngineError, EngineSettings, FitSummary,
-    Loader, LoaderOptions,
+    install_signal_handlers, runner, Engine, EngineError, EngineSettings, FitSummary,
+};
+use modelzoo_vision::{
+    Cifar10, DataError, Dataset, ImageFolder, Loader, LoaderOptions, Split, Synthetic,
 };
 use run_scripts_template::{ArgSpec, ResolvedArgs};
 
-use crate::data::{Cifar10, DataError, ImageFolder, Split, Synthetic};
 use crate::model::Variant;
 use crate::module::{Hyper, ResNetModule};
 
