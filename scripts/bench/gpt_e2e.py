@@ -5,7 +5,7 @@ plain PyTorch, for the same FleetX config file.
 Same model as modelzoo_gpt::Gpt (the network of scripts/bench/gpt_step.py: pre-LN GPT-2,
 learned positions, F.scaled_dot_product_attention(is_causal=True), tanh GELU, tied
 embeddings, GPT-2 init), fp32, dropout 0; same data (the built-in corpus
-modelzoo/gpt/data/corpus.txt, byte-level ids, random windows of max_seq_len + 1); same
+modelzoo/text/data/corpus.txt, byte-level ids, random windows of max_seq_len + 1); same
 recipe (torch.optim.AdamW with the config's betas / eps / weight decay on >1-D parameters only
 as modelzoo-engine does, FleetX CosineAnnealingWithWarmupDecay set per step,
 clip_grad_norm_ to the config's clip_norm, fp32 cross entropy).
@@ -30,7 +30,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "..", "..", "modelzoo", "gpt", "data", "corpus.txt")
+CORPUS = os.path.join(HERE, "..", "..", "modelzoo", "text", "data", "corpus.txt")
 
 
 def read_fleetx(path):

@@ -353,6 +353,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 .batches(train.epoch_batches(epoch, skip))
                 .take(batches_this_epoch.saturating_sub(skip))
             {
+                let batch = batch.map_err(EngineError::Data)?;
                 if micro == 0 {
                     // Each rank draws its own dropout / random-op stream.
                     self.device.manual_seed(
@@ -683,7 +684,9 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             Precision::Amp { dtype, .. } => (true, dtype),
         };
         for batch in val.epoch_batches(0, 0).take(limit) {
-            let batch = self.module.pretreating_batch(batch, self.device);
+            let batch = self
+                .module
+                .pretreating_batch(batch.map_err(EngineError::Data)?, self.device);
             let module = &mut self.module;
             let mut out_slot = None;
             let _loss = tch::no_grad(|| {
@@ -728,16 +731,22 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         Ok(metrics)
     }
 
-    /// Predictions for every batch of `data` (eval mode, no grad), on the CPU.
-    pub fn predict(&mut self, data: &dyn BatchSource<M::Batch>) -> Vec<Tensor> {
+    /// Predictions for every batch of `data` (eval mode, no grad), on the CPU; the first batch
+    /// `data` cannot produce is the error.
+    pub fn predict(
+        &mut self,
+        data: &dyn BatchSource<M::Batch>,
+    ) -> Result<Vec<Tensor>, EngineError> {
         let mut out = Vec::new();
         for batch in data.epoch_batches(0, 0) {
-            let batch = self.module.pretreating_batch(batch, self.device);
+            let batch = self
+                .module
+                .pretreating_batch(batch.map_err(EngineError::Data)?, self.device);
             let pred = tch::no_grad(|| self.module.test_step(&batch));
             self.module.test_step_end(&pred);
             out.push(self.device.to_cpu(&pred));
         }
-        out
+        Ok(out)
     }
 
     /// Save at the current step (rank 0 only under data parallel: the others return the path

@@ -18,7 +18,7 @@ pub mod runner;
 pub mod scaler;
 mod settings;
 
-pub use data::{BatchSource, Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
+pub use data::{BatchError, BatchSource};
 pub use device::TrainDevice;
 pub use dist::{DataParallel, WorldInfo};
 pub use dump::{at_least_f32, DumpLevel, DumpSettings, Fp64Device};
@@ -78,6 +78,10 @@ pub enum EngineError {
     /// Writing the `--dump` of a step failed (I/O, the capture): exit 1.
     #[error("precision dump: {0}")]
     Dump(String),
+    /// A [`BatchSource`] could not produce a batch (its message as the data crate words it):
+    /// the data must change, exit 2.
+    #[error(transparent)]
+    Data(BatchError),
 }
 
 impl EngineError {
@@ -90,7 +94,8 @@ impl EngineError {
             | EngineError::NoData { .. }
             | EngineError::CheckpointDirInUse { .. }
             | EngineError::Resume(_)
-            | EngineError::NothingTrained { .. } => 2,
+            | EngineError::NothingTrained { .. }
+            | EngineError::Data(_) => 2,
             EngineError::Io { .. }
             | EngineError::Checkpoint { .. }
             | EngineError::NonFiniteLoss { .. }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use modelzoo_engine::rng::SplitMix64;
 use modelzoo_engine::{
-    Algorithm, BasicModule, Dataset, Engine, EngineSettings, EvalOutput, ImageBatch, Loader,
-    LoaderOptions, MetricSink, OptimizerConfig, Sample, SampleError, Schedule, TrainDevice,
+    Algorithm, BasicModule, BatchError, BatchSource, Engine, EngineError, EngineSettings,
+    EvalOutput, MetricSink, OptimizerConfig, Schedule, TrainDevice,
 };
+use modelzoo_vision::{Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
 use tch::nn::{self, Module};
 use tch::{Kind, Reduction, Tensor};
 
@@ -219,7 +220,7 @@ fn load_restores_saved_weights_and_rejects_other_shapes() {
     e.load(d.path()).unwrap();
     let got = Vec::<f32>::try_from(e.module.fc.ws.flatten(0, -1)).unwrap();
     assert_eq!(got, trained);
-    let preds = e.predict(&loader(16));
+    let preds = e.predict(&loader(16)).unwrap();
     assert_eq!(preds.len(), 4);
 
     // A checkpoint of another shape is refused with the tensor named.
@@ -291,4 +292,68 @@ fn fit_emits_the_flagperf_driver_events_with_a_consistent_timing_split() {
     assert_eq!(field("FINISHED", "num_params"), 10.0);
     assert_eq!(field("FINISHED", "world_size"), 1.0);
     assert!(field("FINISHED", "host_rss_peak") > 0.0);
+}
+
+/// The loader's batches, with batch `bad` of every epoch replaced by a data error.
+struct FailsAt {
+    inner: Loader,
+    bad: usize,
+}
+
+impl BatchSource<ImageBatch> for FailsAt {
+    fn batches_per_epoch(&self) -> usize {
+        self.inner.batches_per_epoch()
+    }
+    fn epoch_batches(
+        &self,
+        epoch: u64,
+        skip: usize,
+    ) -> Box<dyn Iterator<Item = Result<ImageBatch, BatchError>> + '_> {
+        let bad = self.bad;
+        Box::new(
+            BatchSource::epoch_batches(&self.inner, epoch, skip)
+                .enumerate()
+                .map(move |(i, b)| match i + skip == bad {
+                    true => {
+                        Err(format!("shard 7: token id 999 at batch {bad} is out of range").into())
+                    }
+                    false => b,
+                }),
+        )
+    }
+}
+
+#[test]
+fn a_batch_the_source_cannot_produce_stops_fit_and_evaluate_with_its_message() {
+    let d = tempfile::tempdir().unwrap();
+    let dev = tch::Device::Cpu;
+    let mut sink = Collect::default();
+    let settings = EngineSettings {
+        num_train_epochs: 2,
+        ckpt_dir: d.path().join("ckpt"),
+        progress: false,
+        ..EngineSettings::default()
+    };
+    let mut e = Engine::new(Linear::new(), &dev, settings, Box::new(&mut sink)).unwrap();
+    let train = FailsAt {
+        inner: loader(16),
+        bad: 2,
+    };
+    let err = e.fit(&train, None).unwrap_err();
+    assert!(matches!(err, EngineError::Data(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "shard 7: token id 999 at batch 2 is out of range"
+    );
+    assert_eq!(err.exit_code(), 2, "the data must change");
+    assert_eq!(e.counters().step, 2, "the two good batches were trained on");
+
+    let val = FailsAt {
+        inner: loader(16),
+        bad: 0,
+    };
+    let err = e.evaluate(&val).unwrap_err();
+    assert!(err.to_string().contains("token id 999"), "{err}");
+    let err = e.predict(&val).unwrap_err();
+    assert!(err.to_string().contains("token id 999"), "{err}");
 }

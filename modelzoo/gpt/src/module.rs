@@ -1,26 +1,16 @@
 //! GPT as an engine [`BasicModule`]: next-token cross entropy, AdamW with FleetX's cosine
-//! schedule, throughput in tokens/s, `train.mfu`, and `val.loss` / `val.ppl`; plus the token
-//! batch source the engine walks.
+//! schedule, throughput in tokens/s, `train.mfu`, and `val.loss` / `val.ppl`, on the token
+//! batches of `modelzoo-text`.
 
-use std::sync::Mutex;
 use std::time::Instant;
 
-use modelzoo_engine::{
-    Algorithm, BasicModule, BatchSource, EvalOutput, OptimizerConfig, StepInfo, TrainDevice,
-};
+use modelzoo_engine::{Algorithm, BasicModule, EvalOutput, OptimizerConfig, StepInfo, TrainDevice};
+use modelzoo_text::TokenBatch;
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
 use crate::config::{Model, Optimizer};
-use crate::data::{DataError, GptDataset};
 use crate::model::Gpt;
-
-/// One micro-batch: `input` and `labels` int64 `[batch, seq]` (labels = input shifted by one).
-#[derive(Debug)]
-pub struct TokenBatch {
-    pub input: Tensor,
-    pub labels: Tensor,
-}
 
 /// A GPT and its training recipe.
 pub struct GptModule {
@@ -150,73 +140,6 @@ impl BasicModule for GptModule {
             schedule: o.lr.to_schedule(),
             clip_grad_norm: o.grad_clip.max_norm(),
         }
-    }
-}
-
-/// The token batches of one split for the engine: batch `i` of epoch `e` is
-/// [`GptDataset::batch`] `e × per_epoch + i`, so the shuffled split is walked in order and
-/// wraps around as Megatron's sample index does. A token id outside the vocabulary ends the
-/// epoch and is kept for [`TokenBatches::take_error`].
-pub struct TokenBatches {
-    dataset: GptDataset,
-    micro: usize,
-    vocab: i64,
-    per_epoch: usize,
-    /// (rank, world size) under data parallel: batch `i` is the data's batch `i × world + rank`.
-    shard: (usize, usize),
-    error: Mutex<Option<DataError>>,
-}
-
-impl TokenBatches {
-    /// `per_epoch` = batches per epoch (at least one full pass is not required: FleetX runs
-    /// are sized by `max_steps`, the data wraps around).
-    pub fn new(dataset: GptDataset, micro: usize, vocab: i64, per_epoch: usize) -> TokenBatches {
-        TokenBatches {
-            dataset,
-            micro: micro.max(1),
-            vocab,
-            per_epoch,
-            shard: (0, 1),
-            error: Mutex::new(None),
-        }
-    }
-
-    /// These batches as rank `rank` of `world`: rank r's batch i is the data's batch
-    /// `i × world + r`, so the ranks read disjoint samples and together see, step by step,
-    /// the samples one process with a `world`× larger batch would.
-    pub fn sharded(mut self, rank: usize, world: usize) -> TokenBatches {
-        let world = world.max(1);
-        self.shard = (rank.min(world - 1), world);
-        self
-    }
-
-    /// The data error that cut an epoch short, if any.
-    pub fn take_error(&self) -> Option<DataError> {
-        self.error.lock().ok().and_then(|mut e| e.take())
-    }
-}
-
-impl BatchSource<TokenBatch> for TokenBatches {
-    fn batches_per_epoch(&self) -> usize {
-        self.per_epoch
-    }
-    fn epoch_batches(&self, epoch: u64, skip: usize) -> Box<dyn Iterator<Item = TokenBatch> + '_> {
-        let base = epoch as usize * self.per_epoch;
-        let (rank, world) = self.shard;
-        Box::new((skip..self.per_epoch).map_while(move |i| {
-            match self
-                .dataset
-                .batch((base + i) * world + rank, self.micro, self.vocab)
-            {
-                Ok((input, labels)) => Some(TokenBatch { input, labels }),
-                Err(e) => {
-                    if let Ok(mut slot) = self.error.lock() {
-                        *slot = Some(e);
-                    }
-                    None
-                }
-            }
-        }))
     }
 }
 

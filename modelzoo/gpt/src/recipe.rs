@@ -13,11 +13,10 @@ use tch::nn::VarStore;
 use crate::args::ModelArgs;
 use crate::checkpoint::{self, Meta};
 use crate::config::GptConfig;
-use crate::data::{Corpus, GptDataset, Split};
 use crate::generate::generate;
 use crate::model::Gpt;
-use crate::module::{peak_flops, GptModule, TokenBatch, TokenBatches};
-use crate::tokenizer::Tokenizer;
+use crate::module::{peak_flops, GptModule};
+use modelzoo_text::{Corpus, GptDataset, Split, TokenBatch, TokenBatches, Tokenizer};
 
 /// The merged argument spec built by build.rs (standard.yaml + spec.yaml).
 pub const SPEC_YAML: &str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yaml"));

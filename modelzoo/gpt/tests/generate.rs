@@ -8,8 +8,8 @@ use std::process::Command;
 use modelzoo_gpt::checkpoint::{self, Meta};
 use modelzoo_gpt::config::{DecodeStrategy, GptConfig};
 use modelzoo_gpt::generate::generate;
-use modelzoo_gpt::tokenizer::Tokenizer;
 use modelzoo_gpt::Gpt;
+use modelzoo_text::Tokenizer;
 use tch::nn::VarStore;
 use tch::Device;
 

@@ -5,9 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use modelzoo_gpt::config::{GptConfig, Model};
-use modelzoo_gpt::data::{Corpus, GptDataset, Split};
-use modelzoo_gpt::tokenizer::Tokenizer;
 use modelzoo_gpt::{Gpt, KvCache};
+use modelzoo_text::{Corpus, GptDataset, Split, Tokenizer};
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
@@ -186,7 +185,7 @@ fn tiny_gpt_learns_the_builtin_corpus() {
     let _g = tch::no_grad_guard();
     let (x, y) = valid.batch(0, 8, vocab).unwrap();
     let val = Gpt::loss(&gpt.forward(&x, None, false).unwrap(), &y).double_value(&[]);
-    let h1 = unigram_entropy(modelzoo_gpt::data::BUILTIN_CORPUS);
+    let h1 = unigram_entropy(modelzoo_text::BUILTIN_CORPUS);
     println!("initial loss {first:.3}, val loss after 100 steps {val:.3}, unigram entropy {h1:.3}");
     assert!(
         val < h1 - 0.3,

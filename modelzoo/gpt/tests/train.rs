@@ -8,8 +8,8 @@ use std::process::{Command, Output};
 use modelzoo_gpt::checkpoint;
 use modelzoo_gpt::config::{DecodeStrategy, GptConfig};
 use modelzoo_gpt::generate::generate;
-use modelzoo_gpt::tokenizer::Tokenizer;
 use modelzoo_gpt::Gpt;
+use modelzoo_text::Tokenizer;
 use tch::nn::VarStore;
 use tch::Device;
 
@@ -128,7 +128,7 @@ fn tiny_config_learns_the_builtin_corpus_and_generate_reads_its_checkpoint() {
     assert_eq!(lr[0].1, 0.0);
     assert!((lr[10].1 - 3e-3).abs() < 1e-12, "{:?}", &lr[..12]);
 
-    let h1 = unigram_entropy(modelzoo_gpt::data::BUILTIN_CORPUS);
+    let h1 = unigram_entropy(modelzoo_text::BUILTIN_CORPUS);
     let val = series(&out, "val.loss");
     let ppl = series(&out, "val.ppl");
     let last = val.last().expect("val.loss logged").1;

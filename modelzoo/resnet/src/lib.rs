@@ -1,8 +1,8 @@
 //! ResNet (torchvision-compatible architectures) as a ModelZoo standard case: the model, its
-//! engine module and the recipe `run_resnet` trains it with.
+//! engine module and the recipe `run_resnet` trains it with (its data comes from
+//! `modelzoo-vision`).
 
 pub mod args;
-pub mod data;
 pub mod model;
 pub mod module;
 pub mod recipe;

@@ -1,9 +1,8 @@
 //! ResNet as an engine [`BasicModule`]: cross-entropy with label smoothing, top-1/top-5, SGD
 //! with warmup-cosine, optional channels-last.
 
-use modelzoo_engine::{
-    Algorithm, BasicModule, EvalOutput, ImageBatch, OptimizerConfig, Schedule, TrainDevice,
-};
+use modelzoo_engine::{Algorithm, BasicModule, EvalOutput, OptimizerConfig, Schedule, TrainDevice};
+use modelzoo_vision::ImageBatch;
 use tch::nn::{self, ModuleT};
 use tch::{Kind, Reduction, Tensor};
 

@@ -5,11 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
-use modelzoo_engine::{runner, Dataset, Loader, LoaderOptions};
+use modelzoo_engine::runner;
 use run_scripts_template::StandardArgs;
 
 use crate::args::ModelArgs;
-use crate::data::{Cifar10, DataError, ImageFolder, Split, Synthetic};
+use modelzoo_vision::{Cifar10, DataError, Dataset, ImageFolder, Loader, LoaderOptions, Split, Synthetic};
 use crate::model::Variant;
 use crate::module::{Hyper, ResNetModule};
 

@@ -1,9 +1,7 @@
-//! Training data for GPT: a token stream made of documents (Megatron/FleetX `*_ids.npy` +
-//! `*_idx.npz`, memory-mapped; or `.txt` / `.jsonl` text tokenized at load time; or the
-//! built-in corpus), split by document into train / valid / test with FleetX's ratios, and
-//! cut into samples of `max_seq_len + 1` tokens.
-
-pub mod npy;
+//! Training data for decoder language models: a token stream made of documents
+//! (Megatron/FleetX `*_ids.npy` + `*_idx.npz`, memory-mapped; or `.txt` / `.jsonl` text
+//! tokenized at load time; or the built-in corpus), split by document into train / valid /
+//! test with FleetX's ratios, and cut into samples of `max_seq_len + 1` tokens.
 
 use std::fs::File;
 use std::io::Read;
@@ -12,11 +10,12 @@ use std::sync::Arc;
 
 use tch::Tensor;
 
+use crate::npy;
 use crate::tokenizer::{Tokenizer, TokenizerError};
 
 /// The built-in corpus: generated English-like text (see `data/gen_corpus.py`), so
 /// `run_gpt --step 50` trains with no download.
-pub const BUILTIN_CORPUS: &str = include_str!("../../data/corpus.txt");
+pub const BUILTIN_CORPUS: &str = include_str!("../data/corpus.txt");
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {

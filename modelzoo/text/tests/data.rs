@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use modelzoo_gpt::data::{npy, Corpus, DataError, GptDataset, Split};
-use modelzoo_gpt::tokenizer::Tokenizer;
+use modelzoo_text::Tokenizer;
+use modelzoo_text::{npy, Corpus, DataError, GptDataset, Split};
 
 /// Writes `<dir>/<prefix>_ids.npy` and `<prefix>_idx.npz` for documents of the given
 /// lengths; token t of the stream has id t % 1000 so positions are recognisable.

@@ -1,0 +1,11 @@
+//! `modelzoo-vision`: image data for any image model of the zoo — the datasets (synthetic,
+//! ImageFolder, CIFAR-10), torchvision's transforms, and the deterministic parallel [`Loader`]
+//! that turns a [`Dataset`] into the engine's [`modelzoo_engine::BatchSource`] of
+//! [`ImageBatch`]es.
+
+pub mod datasets;
+pub mod loader;
+pub mod transforms;
+
+pub use datasets::{Cifar10, DataError, ImageFolder, Split, Synthetic};
+pub use loader::{Batches, Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
