@@ -40,6 +40,8 @@ lint: setup
 
 test: build lint
 	$(CARGO) test --release --workspace --no-fail-fast
+	@# `modelzoo new --kind rust`: scaffold, build and train a model in a temporary workspace.
+	@scripts/check-scaffold.sh
 	@# The PR functional check on the zoo itself: every model.yaml entry, on the CPU.
 	target/release/modelzoo ci --device cpu --work-dir target/modelzoo-ci \
 		--junit target/modelzoo-ci/junit.xml --md target/modelzoo-ci/summary.md

@@ -39,7 +39,7 @@ RUST_LOG=warn "$bin" --step 2 --batch_size 8 --num_workers 0 --synthetic_samples
     --output_dir "$out" >"$ws/stdout" 2>"$ws/stderr" || { cat "$ws/stderr" >&2; fail "run_$name --step 2 failed"; }
 log="$out/${name}_log.json"
 [[ -f $log ]] || fail "no metric log $log"
-n=$(grep -c '"train.loss"' "$log" || true)
+n=$(grep '"train.loss"' "$log" | grep -vc METADATA || true)
 [[ $n -eq 2 ]] || fail "$log has $n train.loss records, expected 2"
 grep -q "run_$name: done, 2 steps" "$ws/stderr" || fail "no end-of-run line: $(tail -3 "$ws/stderr")"
 rm -f "$bin"
