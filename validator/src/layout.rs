@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::markdown;
 use model_config::model_yaml::ModelYaml;
+use modelzoo_support::junit::{Case, Layout, Outcome, Suite};
 use regex::Regex;
 use run_scripts_template::ArgSpec;
 use serde::Serialize;
@@ -1097,54 +1098,29 @@ pub fn render_json(reports: &[DirReport]) -> String {
 
 /// JUnit XML: one testsuite, a testcase per model directory, a failure per violation.
 pub fn render_junit(reports: &[DirReport]) -> String {
-    let sum = summarize(reports);
-    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    s.push_str(&format!(
-        "<testsuite name=\"modelzoo validate\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n",
-        sum.dirs, sum.with_violations
-    ));
-    for r in reports {
-        let name = xml_escape(&r.dir.display().to_string());
-        if r.findings.is_empty() {
-            s.push_str(&format!(
-                "  <testcase classname=\"modelzoo.validate\" name=\"{name}\"/>\n"
-            ));
-            continue;
-        }
-        s.push_str(&format!(
-            "  <testcase classname=\"modelzoo.validate\" name=\"{name}\">\n"
-        ));
-        for f in &r.findings {
-            s.push_str(&format!(
-                "    <failure type=\"{}\" message=\"{}\">{}: {}: {}</failure>\n",
-                f.rule,
-                xml_escape(&f.message),
-                xml_escape(&f.path.display().to_string()),
-                f.rule,
-                xml_escape(&f.message)
-            ));
-        }
-        s.push_str("  </testcase>\n");
+    let cases = reports
+        .iter()
+        .map(|r| Case {
+            classname: "modelzoo.validate".into(),
+            name: r.dir.display().to_string(),
+            time: None,
+            outcomes: r
+                .findings
+                .iter()
+                .map(|f| Outcome::Failure {
+                    kind: Some(f.rule.to_string()),
+                    message: f.message.clone(),
+                    text: format!("{}: {}: {}", f.path.display(), f.rule, f.message),
+                })
+                .collect(),
+        })
+        .collect();
+    Suite {
+        name: "modelzoo validate".into(),
+        time: None,
+        cases,
     }
-    s.push_str("</testsuite>\n");
-    s
-}
-
-fn xml_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            // Characters XML 1.0 cannot carry at all.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => o.push('\u{FFFD}'),
-            c => o.push(c),
-        }
-    }
-    o
+    .render(Layout::Bare)
 }
 
 #[cfg(test)]
@@ -1192,14 +1168,6 @@ mod tests {
         assert!(!contains_word("steps", "step"));
         assert!(!contains_word("max_step", "step"));
         assert!(contains_word("`lr`", "lr"));
-    }
-
-    #[test]
-    fn xml_escape_handles_markup_and_control_chars() {
-        assert_eq!(
-            xml_escape("a<b>&\"'\u{1}"),
-            "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}"
-        );
     }
 
     #[test]
