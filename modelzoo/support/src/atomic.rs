@@ -33,15 +33,11 @@ impl AtomicFile {
     /// Starts writing `path` through a temp file `<prefix>XXXXXX<suffix>` beside it, so the
     /// caller can recognise (and clean up) what a killed run left.
     pub fn with_temp_name(path: &Path, prefix: &str, suffix: &str) -> io::Result<AtomicFile> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
         // tempfile's error names the temp file, and so the missing or unwritable directory.
         let tmp = tempfile::Builder::new()
             .prefix(prefix)
             .suffix(suffix)
-            .tempfile_in(dir)?;
+            .tempfile_in(parent_dir(path))?;
         Ok(AtomicFile {
             tmp,
             path: path.to_path_buf(),
@@ -80,21 +76,25 @@ impl AtomicFile {
         Ok(())
     }
 
+    /// Fsyncs the temp file and gives it `permissions`, ready to be renamed.
     fn prepare(self, permissions: Permissions) -> io::Result<(NamedTempFile, PathBuf)> {
-        self.tmp.as_file().flush()?;
         self.tmp.as_file().sync_all()?;
         std::fs::set_permissions(self.tmp.path(), permissions)?;
         Ok((self.tmp, self.path))
     }
 }
 
-/// Best effort: fsync the directory so the rename itself survives a crash.
-fn sync_dir(path: &Path) {
-    let dir = match path.parent() {
+/// The directory `path` is in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
-    };
-    if let Ok(d) = File::open(dir) {
+    }
+}
+
+/// Best effort: fsync the directory so the rename itself survives a crash.
+fn sync_dir(path: &Path) {
+    if let Ok(d) = File::open(parent_dir(path)) {
         let _ = d.sync_all();
     }
 }
