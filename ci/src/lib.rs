@@ -516,25 +516,10 @@ pub fn new_work_dir() -> Result<PathBuf, CiError> {
         .map_err(|error| CiError::WorkDir { path: base, error })
 }
 
-/// Writes `text` atomically (temp file in the same directory, fsync, rename).
+/// Writes a report file atomically (see [`modelzoo_support::write_atomic`]).
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), CiError> {
-    use std::io::Write;
-    let err = |error| CiError::Write {
+    modelzoo_support::write_atomic(path, text.as_bytes()).map_err(|error| CiError::Write {
         path: path.to_path_buf(),
         error,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
-    tmp.write_all(text.as_bytes()).map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
-            .map_err(err)?;
-    }
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+    })
 }

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use modelzoo_support::junit::{Case, Layout, Outcome, Suite};
+
 use crate::{ModelResult, Stage, Status, Summary};
 
 /// `model | layout | run | log check | time` as an aligned text table, then one line per
@@ -46,45 +48,46 @@ pub fn render_table(results: &[ModelResult]) -> String {
 /// JUnit XML: a `testsuite` `modelzoo-ci` with a `testcase` per model; failures carry every
 /// failed stage, skips say why.
 pub fn render_junit(results: &[ModelResult]) -> String {
-    let sum = Summary::of(results);
-    let total: f64 = results.iter().map(|r| r.seconds).sum();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites><testsuite name=\"modelzoo-ci\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{total:.3}\">",
-        sum.total, sum.failed, sum.skipped
-    );
-    for r in results {
-        let _ = write!(
-            out,
-            "  <testcase classname=\"modelzoo-ci\" name=\"{}\" time=\"{:.3}\">",
-            xml(&r.name),
-            r.seconds
-        );
-        let failed: Vec<String> = [("layout", &r.layout), ("run", &r.run), ("log", &r.log)]
-            .iter()
-            .filter(|(_, s)| s.failed())
-            .map(|(n, s)| format!("{n}: {}", s.detail()))
-            .collect();
-        if !failed.is_empty() {
-            let _ = write!(
-                out,
-                "<failure message=\"{}\">{}</failure>",
-                xml(&failed[0]),
-                xml(&format!(
-                    "{}\ncommand: {}\nconsole: {}",
-                    failed.join("\n"),
-                    r.command,
-                    r.console.display()
-                ))
-            );
-        } else if r.status() == Status::Skip {
-            let _ = write!(out, "<skipped message=\"{}\"/>", xml(skip_reason(r)));
-        }
-        let _ = writeln!(out, "</testcase>");
+    let cases = results
+        .iter()
+        .map(|r| {
+            let failed: Vec<String> = [("layout", &r.layout), ("run", &r.run), ("log", &r.log)]
+                .iter()
+                .filter(|(_, s)| s.failed())
+                .map(|(n, s)| format!("{n}: {}", s.detail()))
+                .collect();
+            let outcomes = if !failed.is_empty() {
+                vec![Outcome::Failure {
+                    kind: None,
+                    message: failed[0].clone(),
+                    text: format!(
+                        "{}\ncommand: {}\nconsole: {}",
+                        failed.join("\n"),
+                        r.command,
+                        r.console.display()
+                    ),
+                }]
+            } else if r.status() == Status::Skip {
+                vec![Outcome::Skipped {
+                    message: skip_reason(r).to_string(),
+                }]
+            } else {
+                Vec::new()
+            };
+            Case {
+                classname: "modelzoo-ci".into(),
+                name: r.name.clone(),
+                time: Some(r.seconds),
+                outcomes,
+            }
+        })
+        .collect();
+    Suite {
+        name: "modelzoo-ci".into(),
+        time: Some(results.iter().map(|r| r.seconds).sum()),
+        cases,
     }
-    out.push_str("</testsuite></testsuites>\n");
-    out
+    .render(Layout::Wrapped)
 }
 
 /// Markdown summary for a PR comment: the counts, the table, the details of each failure,
@@ -134,21 +137,4 @@ fn skip_reason(r: &ModelResult) -> &str {
         .find(|s| matches!(s, Stage::Skip(_)))
         .map(Stage::detail)
         .unwrap_or("")
-}
-
-fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Characters XML 1.0 cannot carry at all.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
 }

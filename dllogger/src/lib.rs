@@ -20,17 +20,22 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod backend;
+mod call;
+mod clock;
+mod logger;
 mod parse;
 mod pyfmt;
+mod rank;
 mod reader;
-mod writer;
+mod record;
 
+pub use backend::{Backend, JsonStreamBackend, StdOutBackend};
+pub use call::{Step, Value, Verbosity};
+pub use clock::Timestamp;
+pub use logger::Logger;
 pub use parse::{parse_line, LineParse};
 pub use pyfmt::write_py_float;
-pub use reader::{
-    open, FormatCounts, LogFormat, LogReader, ReadError, ReadStats, Record, DEFAULT_MAX_LINE,
-};
-pub use writer::{
-    rank_from_env, rank_from_vars, Backend, JsonStreamBackend, Logger, Metadata, StdOutBackend,
-    Step, Timestamp, Value, Verbosity,
-};
+pub use rank::{rank_from_env, rank_from_vars};
+pub use reader::{open, FormatCounts, LogReader, ReadError, ReadStats, DEFAULT_MAX_LINE};
+pub use record::{LogFormat, Metadata, Record};

@@ -10,8 +10,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem;
 
-use crate::reader::{LogFormat, Record};
-use crate::writer::Metadata;
+use crate::record::{LogFormat, Metadata, Record};
 
 /// What one line turned into.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +35,28 @@ pub fn parse_line(line: &[u8]) -> LineParse {
     } else {
         LineParse::Skipped
     }
+}
+
+/// Why a line that looked like a log line of a known format did not parse. The reader only
+/// counts such lines ([`LineParse::Malformed`]); the kind says which rule the line broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ParseError {
+    #[error("the line ends inside a value")]
+    EndOfLine,
+    #[error("expected `{}`", char::from(*.0))]
+    Expected(u8),
+    #[error("a bad escape in a string")]
+    BadEscape,
+    #[error("values nested deeper than {MAX_DEPTH}")]
+    TooDeep,
+    #[error("neither a string, a number nor an object")]
+    BadValue,
+    #[error("a step that is not a non-negative integer")]
+    BadStep,
+    #[error("a key with no value (a cut line)")]
+    MissingValue,
+    #[error("no `<datetime> - ` before the fields")]
+    NoDatetime,
 }
 
 /// How a line was classified beyond the records it produced.
@@ -88,7 +109,7 @@ pub(crate) fn parse_line_into(
                 oc.meta |= meta;
                 from = start + consumed;
             }
-            Err(()) => {
+            Err(_) => {
                 oc.malformed = true;
                 return oc;
             }
@@ -111,7 +132,7 @@ pub(crate) fn parse_line_into(
                             None => line.len(),
                         };
                     }
-                    Err(()) => {
+                    Err(_) => {
                         oc.malformed = true;
                         pos = match finder.find(&line[start + 1..]) {
                             Some(n) => start + 1 + n,
@@ -263,11 +284,11 @@ fn empty_record() -> Record {
 // ---------------------------------------------------------------------------------------------
 // tcap stdout: `<datetime> - Epoch: E Iteration: I  rank : R  k : v unit  k : v`
 
-fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Result<(), ()> {
-    let dash = DASH_FINDER.find(seg).ok_or(())?;
+fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Result<(), ParseError> {
+    let dash = DASH_FINDER.find(seg).ok_or(ParseError::NoDatetime)?;
     // The datetime (`2025-05-15 14:20:10.934968`) starts with a digit and is short.
     if dash > 40 || !seg.first().is_some_and(u8::is_ascii_digit) {
-        return Err(());
+        return Err(ParseError::NoDatetime);
     }
     let mut body = &seg[dash + 3..];
     let mut rec = empty_record();
@@ -281,7 +302,7 @@ fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Resul
         if let Some(rest) = b.strip_prefix(label) {
             let rest = trim_start(rest);
             let n = rest.iter().position(|&c| c == b' ').unwrap_or(rest.len());
-            let v = parse_step_num(&rest[..n]).ok_or(())?;
+            let v = parse_step_num(&rest[..n]).ok_or(ParseError::BadStep)?;
             match slot {
                 0 => rec.epoch = Some(v),
                 1 => rec.iteration = Some(v),
@@ -314,7 +335,7 @@ fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Resul
         let key = &body[ks..ke];
         if !key.is_empty() {
             if vs == ve {
-                return Err(()); // `key :` with nothing after it: a cut line.
+                return Err(ParseError::MissingValue);
             }
             let raw = &body[vs..ve];
             add_pair(&mut rec, &mut has_rank, key, parse_number(raw), raw);
@@ -348,7 +369,7 @@ fn parse_json_line(
     flavor: Flavor,
     out: &mut Vec<(LogFormat, Record)>,
     on_meta: &mut dyn FnMut(String, Metadata),
-) -> Result<(usize, bool), ()> {
+) -> Result<(usize, bool), ParseError> {
     let mut sc = Scanner { b: s, i: 0 };
     let mut ty: Option<Cow<[u8]>> = None;
     let mut step: Option<(usize, usize)> = None;
@@ -382,7 +403,7 @@ fn parse_json_line(
             match sc.next() {
                 Some(b',') => continue,
                 Some(b'}') => break,
-                _ => return Err(()),
+                _ => return Err(ParseError::Expected(b'}')),
             }
         }
     }
@@ -418,7 +439,7 @@ fn parse_json_line(
                     }
                     let ts = st.i;
                     st.skip_value()?;
-                    let v = parse_step_num(&st.b[ts..st.i]).ok_or(())?;
+                    let v = parse_step_num(&st.b[ts..st.i]).ok_or(ParseError::BadStep)?;
                     match k {
                         0 => rec.epoch = Some(v),
                         1 => rec.iteration = Some(v),
@@ -430,7 +451,7 @@ fn parse_json_line(
                     match st.next() {
                         Some(b',') => continue,
                         Some(b']') => break,
-                        _ => return Err(()),
+                        _ => return Err(ParseError::Expected(b']')),
                     }
                 }
             }
@@ -462,7 +483,7 @@ fn parse_json_line(
                 LogFormat::TcapJson
             }
         }
-        _ => return Err(()),
+        _ => return Err(ParseError::BadValue),
     };
     if rec.metrics.is_empty() {
         return Ok((consumed, true));
@@ -472,7 +493,7 @@ fn parse_json_line(
 }
 
 /// `{"unit": "imgs/s", "format": ":.3f", "GOAL": "MAXIMIZE", "STAGE": "TRAIN"}`.
-fn parse_metadata(s: &[u8]) -> Result<Metadata, ()> {
+fn parse_metadata(s: &[u8]) -> Result<Metadata, ParseError> {
     let mut md = Metadata::default();
     let mut sc = Scanner { b: s, i: 0 };
     sc.object_pairs(|sc, key| {
@@ -494,7 +515,7 @@ fn parse_metadata(s: &[u8]) -> Result<Metadata, ()> {
 }
 
 /// Our / NVIDIA `data` object: numbers, strings of numbers, `NaN`/`Infinity` tokens.
-fn parse_json_data(s: &[u8], rec: &mut Record) -> Result<(), ()> {
+fn parse_json_data(s: &[u8], rec: &mut Record) -> Result<(), ParseError> {
     let mut sc = Scanner { b: s, i: 0 };
     let mut has_rank = false;
     sc.object_pairs(|sc, key| {
@@ -516,12 +537,12 @@ fn parse_json_data(s: &[u8], rec: &mut Record) -> Result<(), ()> {
 }
 
 /// tcap's `data`: Python `str(dict)` such as `{'rank': '0', 'train.loss': '2.16'}`.
-fn parse_py_dict(s: &[u8], rec: &mut Record) -> Result<(), ()> {
+fn parse_py_dict(s: &[u8], rec: &mut Record) -> Result<(), ParseError> {
     let mut p = PyScanner { b: s, i: 0 };
     let mut has_rank = false;
     p.ws();
     if p.next() != Some(b'{') {
-        return Err(());
+        return Err(ParseError::Expected(b'{'));
     }
     p.ws();
     if p.peek() == Some(b'}') {
@@ -532,7 +553,7 @@ fn parse_py_dict(s: &[u8], rec: &mut Record) -> Result<(), ()> {
         let key = p.string()?;
         p.ws();
         if p.next() != Some(b':') {
-            return Err(());
+            return Err(ParseError::Expected(b':'));
         }
         p.ws();
         if matches!(p.peek(), Some(b'\'') | Some(b'"')) {
@@ -548,7 +569,7 @@ fn parse_py_dict(s: &[u8], rec: &mut Record) -> Result<(), ()> {
         match p.next() {
             Some(b',') => continue,
             Some(b'}') => return Ok(()),
-            _ => return Err(()),
+            _ => return Err(ParseError::Expected(b'}')),
         }
     }
 }
@@ -576,16 +597,18 @@ impl<'a> Scanner<'a> {
             self.i += 1;
         }
     }
-    fn expect(&mut self, c: u8) -> Result<(), ()> {
-        (self.next() == Some(c)).then_some(()).ok_or(())
+    fn expect(&mut self, c: u8) -> Result<(), ParseError> {
+        (self.next() == Some(c))
+            .then_some(())
+            .ok_or(ParseError::Expected(c))
     }
 
     /// A JSON string, unescaped (borrowed when it has no escapes).
-    fn string(&mut self) -> Result<Cow<'a, [u8]>, ()> {
+    fn string(&mut self) -> Result<Cow<'a, [u8]>, ParseError> {
         self.expect(b'"')?;
         let start = self.i;
         let rest = &self.b[start..];
-        let end = memchr::memchr2(b'"', b'\\', rest).ok_or(())?;
+        let end = memchr::memchr2(b'"', b'\\', rest).ok_or(ParseError::EndOfLine)?;
         if rest[end] == b'"' {
             self.i = start + end + 1;
             return Ok(Cow::Borrowed(&rest[..end]));
@@ -593,9 +616,9 @@ impl<'a> Scanner<'a> {
         let mut out = rest[..end].to_vec();
         self.i = start + end;
         loop {
-            match self.next().ok_or(())? {
+            match self.next().ok_or(ParseError::EndOfLine)? {
                 b'"' => return Ok(Cow::Owned(out)),
-                b'\\' => match self.next().ok_or(())? {
+                b'\\' => match self.next().ok_or(ParseError::EndOfLine)? {
                     b'"' => out.push(b'"'),
                     b'\\' => out.push(b'\\'),
                     b'/' => out.push(b'/'),
@@ -619,37 +642,40 @@ impl<'a> Scanner<'a> {
                         let mut tmp = [0u8; 4];
                         out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
                     }
-                    _ => return Err(()),
+                    _ => return Err(ParseError::BadEscape),
                 },
                 c => out.push(c),
             }
         }
     }
 
-    fn hex4(&mut self) -> Result<u32, ()> {
-        let h = self.b.get(self.i..self.i + 4).ok_or(())?;
-        let s = std::str::from_utf8(h).map_err(|_| ())?;
-        let v = u32::from_str_radix(s, 16).map_err(|_| ())?;
+    fn hex4(&mut self) -> Result<u32, ParseError> {
+        let h = self
+            .b
+            .get(self.i..self.i + 4)
+            .ok_or(ParseError::EndOfLine)?;
+        let s = std::str::from_utf8(h).map_err(|_| ParseError::BadEscape)?;
+        let v = u32::from_str_radix(s, 16).map_err(|_| ParseError::BadEscape)?;
         self.i += 4;
         Ok(v)
     }
 
     /// Skips one value of any kind; nested values are skipped with a depth counter, never
     /// recursion, so hostile nesting cannot overflow the stack.
-    fn skip_value(&mut self) -> Result<(), ()> {
-        match self.peek().ok_or(())? {
+    fn skip_value(&mut self) -> Result<(), ParseError> {
+        match self.peek().ok_or(ParseError::EndOfLine)? {
             b'"' => self.string().map(|_| ()),
             b'{' | b'[' => {
                 let mut depth = 0usize;
                 loop {
-                    match self.peek().ok_or(())? {
+                    match self.peek().ok_or(ParseError::EndOfLine)? {
                         b'"' => {
                             self.string()?;
                         }
                         b'{' | b'[' => {
                             depth += 1;
                             if depth > MAX_DEPTH {
-                                return Err(());
+                                return Err(ParseError::TooDeep);
                             }
                             self.i += 1;
                         }
@@ -674,7 +700,7 @@ impl<'a> Scanner<'a> {
                         break;
                     }
                 }
-                (self.i > start).then_some(()).ok_or(())
+                (self.i > start).then_some(()).ok_or(ParseError::BadValue)
             }
         }
     }
@@ -682,8 +708,8 @@ impl<'a> Scanner<'a> {
     /// Calls `f(scanner, key)` at each value of an object; `f` must consume the value.
     fn object_pairs(
         &mut self,
-        mut f: impl FnMut(&mut Self, &[u8]) -> Result<(), ()>,
-    ) -> Result<(), ()> {
+        mut f: impl FnMut(&mut Self, &[u8]) -> Result<(), ParseError>,
+    ) -> Result<(), ParseError> {
         self.ws();
         self.expect(b'{')?;
         self.ws();
@@ -702,7 +728,7 @@ impl<'a> Scanner<'a> {
             match self.next() {
                 Some(b',') => continue,
                 Some(b'}') => return Ok(()),
-                _ => return Err(()),
+                _ => return Err(ParseError::Expected(b'}')),
             }
         }
     }
@@ -731,14 +757,14 @@ impl<'a> PyScanner<'a> {
 
     /// A Python string literal in `'...'` or `"..."`, escapes resolved (enough for keys and
     /// numbers: `\\`, `\'`, `\"`, `\n`, `\t`, `\r`, `\xNN`; others are kept as written).
-    fn string(&mut self) -> Result<Cow<'a, [u8]>, ()> {
-        let q = self.next().ok_or(())?;
+    fn string(&mut self) -> Result<Cow<'a, [u8]>, ParseError> {
+        let q = self.next().ok_or(ParseError::EndOfLine)?;
         if q != b'\'' && q != b'"' {
-            return Err(());
+            return Err(ParseError::Expected(b'\''));
         }
         let b: &'a [u8] = self.b;
         let rest = &b[self.i..];
-        let end = memchr::memchr2(q, b'\\', rest).ok_or(())?;
+        let end = memchr::memchr2(q, b'\\', rest).ok_or(ParseError::EndOfLine)?;
         if rest[end] == q {
             self.i += end + 1;
             return Ok(Cow::Borrowed(&rest[..end]));
@@ -746,18 +772,21 @@ impl<'a> PyScanner<'a> {
         let mut out = rest[..end].to_vec();
         self.i += end;
         loop {
-            match self.next().ok_or(())? {
+            match self.next().ok_or(ParseError::EndOfLine)? {
                 c if c == q => return Ok(Cow::Owned(out)),
-                b'\\' => match self.next().ok_or(())? {
+                b'\\' => match self.next().ok_or(ParseError::EndOfLine)? {
                     b'n' => out.push(b'\n'),
                     b't' => out.push(b'\t'),
                     b'r' => out.push(b'\r'),
                     b'x' => {
-                        let h = self.b.get(self.i..self.i + 2).ok_or(())?;
+                        let h = self
+                            .b
+                            .get(self.i..self.i + 2)
+                            .ok_or(ParseError::EndOfLine)?;
                         let v = std::str::from_utf8(h)
                             .ok()
                             .and_then(|h| u8::from_str_radix(h, 16).ok())
-                            .ok_or(())?;
+                            .ok_or(ParseError::BadEscape)?;
                         out.push(v);
                         self.i += 2;
                     }
@@ -774,7 +803,7 @@ impl<'a> PyScanner<'a> {
 
     /// An unquoted value (`2.16`, `None`, `tensor(2.16, device='sdaa:0')`, `[1, 2]`): up to the
     /// next `,` or `}` outside brackets and quotes.
-    fn bare(&mut self) -> Result<(), ()> {
+    fn bare(&mut self) -> Result<(), ParseError> {
         let mut depth = 0usize;
         while let Some(c) = self.peek() {
             match c {
@@ -789,6 +818,35 @@ impl<'a> PyScanner<'a> {
             }
             self.i += 1;
         }
-        Err(())
+        Err(ParseError::EndOfLine)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_errors_name_the_broken_rule() {
+        let mut out = Vec::new();
+        let seg = b"2025-05-15 14:20:10 - Epoch: 0 Iteration: 3  train.loss :";
+        assert_eq!(
+            parse_stdout_segment(seg, &mut out),
+            Err(ParseError::MissingValue)
+        );
+        assert_eq!(
+            parse_stdout_segment(b"no datetime here", &mut out),
+            Err(ParseError::NoDatetime)
+        );
+        let mut rec = empty_record();
+        assert_eq!(
+            parse_py_dict(b"{'a' 1}", &mut rec),
+            Err(ParseError::Expected(b':'))
+        );
+        assert_eq!(
+            parse_json_data(b"{\"a\": \"1", &mut rec),
+            Err(ParseError::EndOfLine)
+        );
+        assert_eq!(ParseError::Expected(b'}').to_string(), "expected `}`");
     }
 }

@@ -1,4 +1,4 @@
-//! Streaming reader: any training log in, [`Record`]s out, in one pass and bounded memory.
+//! Streaming reader: any training log in, [`Record`](crate::Record)s out, in one pass and bounded memory.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -6,46 +6,7 @@ use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::parse::parse_line_into;
-use crate::writer::Metadata;
-
-/// One logged step: where it happened, which rank logged it, and every numeric value on it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Record {
-    pub epoch: Option<u64>,
-    pub iteration: Option<u64>,
-    pub val_iteration: Option<u64>,
-    /// The line's `rank` value; 0 when the line has none.
-    pub rank: u32,
-    /// Metric name → value, in line order (`nan`/`inf` kept as such).
-    pub metrics: Vec<(String, f64)>,
-}
-
-impl Record {
-    /// The value of `metric` on this record, if it was logged.
-    pub fn get(&self, metric: &str) -> Option<f64> {
-        self.metrics
-            .iter()
-            .find(|(k, _)| k == metric)
-            .map(|(_, v)| *v)
-    }
-}
-
-/// Which parser produced a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum LogFormat {
-    /// Our JSON stream: `TCAPPDLL {json}` with `data` a JSON object.
-    OurJson,
-    /// tcap_dllogger's JSON stream: `data` a Python-repr string.
-    TcapJson,
-    /// tcap_dllogger's stdout lines: `TCAPPDLL <datetime> - Epoch: ... k : v`.
-    TcapStdout,
-    /// NVIDIA dllogger's `DLLL {json}` lines.
-    NvidiaDlll,
-    /// `loss 1.234` anywhere in a line, the ModelZoo loss.py fallback; the metric is `loss`.
-    /// Prefer the other formats when a log has both (loss.py uses this only for files where
-    /// its main regex finds nothing).
-    PlainLoss,
-}
+use crate::record::{LogFormat, Metadata, Record};
 
 /// Records produced per format.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

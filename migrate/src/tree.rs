@@ -1,7 +1,6 @@
 //! Walking a model directory, migrating each file in memory, and writing the result back.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -134,14 +133,6 @@ pub const TEMP_PREFIX: &str = ".modelzoo-migrate-";
 
 fn is_our_temp(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX) && name.ends_with(".tmp")
-}
-
-fn temp_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
-    tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(without_temp_path)
 }
 
 /// tempfile's errors carry the temp file's random name; the messages name the real file.
@@ -540,7 +531,7 @@ pub fn write(report: &Report) -> Result<Written, MigrateError> {
         }
     }
     for (i, (change, real)) in report.changes.iter().zip(&targets).enumerate() {
-        if let Err(error) = write_one(real, change.new.as_bytes()) {
+        if let Err(error) = write_atomic(real, change.new.as_bytes()) {
             let after = after_write(report, i);
             let record = match save_record(&after, &report.changes[..i]) {
                 Ok(()) => format!(
@@ -580,19 +571,6 @@ pub fn write(report: &Report) -> Result<Written, MigrateError> {
         record: record_path,
         report: after,
     })
-}
-
-/// Writes one file atomically, keeping its permission bits.
-fn write_one(real: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let meta = std::fs::metadata(real)?;
-    let dir = real.parent().unwrap_or(Path::new("."));
-    let mut tmp = temp_in(dir)?;
-    // Through the File: its errors name the real file in our message, not the temp file.
-    tmp.as_file_mut().write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    std::fs::set_permissions(tmp.path(), meta.permissions())?;
-    tmp.persist(real).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// The report once its first `n` changes are written: their findings move to the written
@@ -639,24 +617,12 @@ fn save_record(after: &Report, written: &[FileChange]) -> std::io::Result<()> {
     )
 }
 
-/// Writes a new file (mode 0644) or replaces one (mode kept) atomically: temp file in the
-/// same directory, fsync, rename.
+/// Writes `bytes` to `path` atomically (see [`modelzoo_support::write_atomic`]) through one
+/// of our temp files, so a killed run's leftover is recognised (see [`TEMP_PREFIX`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let permissions = std::fs::metadata(path)
-        .map(|m| m.permissions())
-        .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644));
-    let mut tmp = temp_in(dir)?;
-    // Through the File: its errors name the real file in our message, not the temp file.
-    tmp.as_file_mut().write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    std::fs::set_permissions(tmp.path(), permissions)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    modelzoo_support::AtomicFile::with_temp_name(path, TEMP_PREFIX, ".tmp")
+        .map_err(without_temp_path)?
+        .write_and_commit(bytes)
 }
 
 fn relative(root: &Path, path: &Path) -> PathBuf {

@@ -19,7 +19,6 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -317,10 +316,13 @@ impl ModelYaml {
         text.push_str(&render_entry(entry));
         // Check what we are about to write before it replaces anything.
         let reloaded = ModelYaml::parse(&text, path)?;
-        write_atomic(path, text.as_bytes()).map_err(|source| ModelYamlError::Write {
-            path: path.to_path_buf(),
-            error: source,
-        })?;
+        path.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| modelzoo_support::write_atomic(path, text.as_bytes()))
+            .map_err(|source| ModelYamlError::Write {
+                path: path.to_path_buf(),
+                error: source,
+            })?;
         Ok(reloaded)
     }
 }
@@ -509,27 +511,4 @@ fn parse_error(path: &Path, e: &crate::yaml::YamlError) -> ModelYamlError {
         line: e.line(),
         message,
     }
-}
-
-/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    // Keep the mode of the file being replaced; a new file gets 0644, not the temp's 0600.
-    let permissions = match std::fs::metadata(path) {
-        Ok(meta) => meta.permissions(),
-        Err(_) => {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::Permissions::from_mode(0o644)
-        }
-    };
-    std::fs::set_permissions(tmp.path(), permissions)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }

@@ -4,7 +4,6 @@
 //! atomically (temp file in the directory, fsync, rename), so a re-run replaces them whole.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
@@ -78,18 +77,11 @@ pub fn write_report(
     Ok(written)
 }
 
-/// Write `bytes` to `dir/name` through a temp file in `dir`, fsync, rename.
-/// The file is created readable by all (0644, like any report), not tempfile's private 0600.
+/// Writes `bytes` to `dir/name` atomically (see [`modelzoo_support::write_atomic`]) and
+/// returns the path, for the reports that list what they wrote.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .permissions(fs::Permissions::from_mode(0o644))
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
     let path = dir.join(name);
-    tmp.persist(&path).map_err(|e| e.error)?;
+    modelzoo_support::write_atomic(&path, bytes)?;
     Ok(path)
 }
 

@@ -4,7 +4,6 @@
 //! so generation can rebuild the network without the training config. Both are written
 //! atomically.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use modelzoo_engine::checkpoint::{self as engine_ckpt, Counters};
@@ -49,21 +48,14 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
     }
 }
 
-/// Writes `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
+/// Writes `bytes` to `path` atomically (see [`modelzoo_support::write_atomic`]).
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     // The engine's temp-file prefix, so a run after a killed one cleans this up too.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(engine_ckpt::TEMP_PREFIX)
-        .tempfile_in(dir)
-        .map_err(io(dir))?;
-    tmp.write_all(bytes).map_err(io(path))?;
-    tmp.as_file().sync_all().map_err(io(path))?;
-    tmp.persist(path).map_err(|e| CheckpointError::Io {
-        path: path.to_path_buf(),
-        source: e.error,
-    })?;
-    Ok(())
+    modelzoo_support::AtomicFile::with_temp_name(path, engine_ckpt::TEMP_PREFIX, "")
+        .map_err(io(dir))?
+        .write_and_commit(bytes)
+        .map_err(io(path))
 }
 
 /// Writes `meta` as `dir/gpt_config.json` (creating `dir`).

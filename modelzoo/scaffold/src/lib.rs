@@ -230,21 +230,15 @@ pub fn apply(plan: &Plan) -> Result<(), ScaffoldError> {
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(err)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
-        tmp.write_all(text.as_bytes()).map_err(err)?;
-        tmp.as_file().sync_all().map_err(err)?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
-                .map_err(err)?;
-        }
-        tmp.persist_noclobber(path).map_err(|e| {
-            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+        let mut tmp = modelzoo_support::AtomicFile::create(path).map_err(err)?;
+        tmp.file_mut().write_all(text.as_bytes()).map_err(err)?;
+        tmp.commit_new().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
                 ScaffoldError::Exists {
                     paths: vec![path.clone()],
                 }
             } else {
-                err(e.error)
+                err(e)
             }
         })?;
     }

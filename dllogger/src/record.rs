@@ -1,0 +1,73 @@
+//! What a log holds, shared by the writer, the line parser and the reader: [`Record`]s, the
+//! [`LogFormat`] each came from, and the [`Metadata`] declared for a metric.
+
+/// One logged step: where it happened, which rank logged it, and every numeric value on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub epoch: Option<u64>,
+    pub iteration: Option<u64>,
+    pub val_iteration: Option<u64>,
+    /// The line's `rank` value; 0 when the line has none.
+    pub rank: u32,
+    /// Metric name → value, in line order (`nan`/`inf` kept as such).
+    pub metrics: Vec<(String, f64)>,
+}
+
+impl Record {
+    /// The value of `metric` on this record, if it was logged.
+    pub fn get(&self, metric: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|(k, _)| k == metric)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// Which parser produced a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LogFormat {
+    /// Our JSON stream: `TCAPPDLL {json}` with `data` a JSON object.
+    OurJson,
+    /// tcap_dllogger's JSON stream: `data` a Python-repr string.
+    TcapJson,
+    /// tcap_dllogger's stdout lines: `TCAPPDLL <datetime> - Epoch: ... k : v`.
+    TcapStdout,
+    /// NVIDIA dllogger's `DLLL {json}` lines.
+    NvidiaDlll,
+    /// `loss 1.234` anywhere in a line, the ModelZoo loss.py fallback; the metric is `loss`.
+    /// Prefer the other formats when a log has both (loss.py uses this only for files where
+    /// its main regex finds nothing).
+    PlainLoss,
+}
+
+/// What a metric means, written once as a METADATA record (`unit`, `format`, `GOAL`, `STAGE`).
+/// The stdout backend appends `unit` after each value of the metric (`imgs/s`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata {
+    pub unit: Option<String>,
+    pub format: Option<String>,
+    pub goal: Option<String>,
+    pub stage: Option<String>,
+}
+
+impl Metadata {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn with_unit(mut self, unit: impl Into<String>) -> Self {
+        self.unit = Some(unit.into());
+        self
+    }
+    pub fn with_format(mut self, format: impl Into<String>) -> Self {
+        self.format = Some(format.into());
+        self
+    }
+    pub fn with_goal(mut self, goal: impl Into<String>) -> Self {
+        self.goal = Some(goal.into());
+        self
+    }
+    pub fn with_stage(mut self, stage: impl Into<String>) -> Self {
+        self.stage = Some(stage.into());
+        self
+    }
+}

@@ -1,0 +1,728 @@
+//! `modelzoo compare`: does the candidate (SDAA) run match the baseline (CUDA) run?
+//!
+//! Both logs are streamed through `dllogger`'s reader (any format it knows); only the selected
+//! metric's values for the selected rank are kept (a 32-byte point each), plus the last value
+//! of every `val.*` metric. Steps are paired by (epoch, iteration) — the n-th occurrence of a
+//! key in one log with the n-th in the other — or by position (`Align::Order`); steps present
+//! in only one log are counted and listed as ranges.
+//!
+//! A comparison cannot pass a broken run: a candidate that covers fewer of the baseline's
+//! steps fails unless partial runs are allowed ([`Options::allow_partial`]); a zero final value
+//! is judged by an absolute rule ([`ZERO_FINAL_ABS_TOL`]) rather than a NaN relative error;
+//! comparing a file with itself is flagged; and under `modelzoo-loss` the output says when
+//! loss.py's own extraction would read the logs differently ([`crate::losspy`]).
+//!
+//! Given a second baseline run (another seed, [`Options::noise`]), the comparison also says
+//! whether the candidate deviates from the baseline more than that run does: the noise floor
+//! ([`NoiseFloor`]), reported beside the rule's verdict and gating it only under
+//! [`Options::noise_gate`].
+
+mod figures;
+mod losspy_check;
+mod noise;
+mod pairing;
+mod read;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::losspy;
+use figures::gate_coverage;
+use losspy_check::losspy_check;
+use noise::noise_floor;
+use pairing::{pair_by_key, pair_by_order, ranges};
+
+pub use figures::{coverage_pct, figures, pct, verdict};
+pub use read::{compare_files, read_series, same_file};
+
+/// How steps of the two logs are paired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Align {
+    /// By (epoch, iteration, validation iteration) and occurrence.
+    Key,
+    /// By position: the i-th value of one log with the i-th of the other (loss.py's way).
+    Order,
+}
+
+/// The pass/fail rule.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "rule", rename_all = "kebab-case")]
+pub enum Rule {
+    /// Adaptation guide §3.5: |relative error of the final value| ≤ threshold (0.01 = 1%).
+    Rel1 { threshold: f64 },
+    /// ModelZoo run_scripts/loss.py: series cut to the shorter, paired by position; pass when
+    /// mean((c-b)/b) ≤ 0.05 or mean(c-b) ≤ 0.0002 (signed means).
+    ModelzooLoss,
+}
+
+impl Rule {
+    /// The rule's name as given to `--rule`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rule::Rel1 { .. } => "rel1",
+            Rule::ModelzooLoss => "modelzoo-loss",
+        }
+    }
+}
+
+/// loss.py's thresholds, reproduced exactly.
+pub const MODELZOO_LOSS_MEAN_REL: f64 = 0.05;
+pub const MODELZOO_LOSS_MEAN_DIFF: f64 = 0.0002;
+
+/// rel1 when the baseline's final value is exactly 0: the relative error is undefined (0/0 or
+/// x/0), so the rule passes when |candidate final − baseline final| ≤ this absolute tolerance.
+/// A loss or metric that ends at exactly 0 is at most float32 rounding away from 0 on another
+/// device (~1e-7 relative to the values it sums); 1e-6 allows that and nothing a user would
+/// see in a printed figure.
+pub const ZERO_FINAL_ABS_TOL: f64 = 1e-6;
+
+/// Default noise factor: the candidate is within run-to-run variation when its mean |relative
+/// deviation| from the baseline is at most this many times the noise run's. A candidate that
+/// is just another seed is exchangeable with the noise run, so it exceeds a factor of 1 about
+/// half the time; 2 leaves room for that sampling spread of one noise run while a port that is
+/// off by more than twice seed-to-seed variation is reported.
+pub const NOISE_FACTOR: f64 = 2.0;
+
+/// What to compare and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub metric: String,
+    pub rank: u32,
+    pub align: Align,
+    /// The final value is the mean of the last `tail` paired steps.
+    pub tail: usize,
+    pub rule: Rule,
+    /// Judge a candidate that covers only part of the baseline's steps (a run stopped early)
+    /// on the steps it has. Off by default: such a candidate fails.
+    pub allow_partial: bool,
+    /// A second baseline run (same device and configuration, another seed): measure the
+    /// run-to-run variation the candidate is judged against.
+    pub noise: Option<PathBuf>,
+    /// Within run-to-run variation: candidate deviation ≤ `noise_factor` × noise deviation.
+    pub noise_factor: f64,
+    /// Let the noise verdict decide pass/fail too (a candidate beyond the noise floor, or a
+    /// floor that cannot be measured, fails). Off: the noise verdict is reported only.
+    pub noise_gate: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            metric: "train.loss".into(),
+            rank: 0,
+            align: Align::Key,
+            tail: 10,
+            rule: Rule::Rel1 { threshold: 0.01 },
+            allow_partial: false,
+            noise: None,
+            noise_factor: NOISE_FACTOR,
+            noise_gate: false,
+        }
+    }
+}
+
+const NONE: u64 = u64::MAX;
+
+/// Where a value sits in training: epoch, iteration, validation iteration, occurrence of that
+/// triple so far. Absent parts are stored as `u64::MAX` to keep points small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    parts: [u64; 3],
+    occurrence: u32,
+}
+
+impl Key {
+    pub fn epoch(&self) -> Option<u64> {
+        (self.parts[0] != NONE).then_some(self.parts[0])
+    }
+    pub fn iteration(&self) -> Option<u64> {
+        (self.parts[1] != NONE).then_some(self.parts[1])
+    }
+    pub fn val_iteration(&self) -> Option<u64> {
+        (self.parts[2] != NONE).then_some(self.parts[2])
+    }
+    fn new(epoch: Option<u64>, iteration: Option<u64>, val_iteration: Option<u64>) -> Key {
+        Key {
+            parts: [
+                epoch.unwrap_or(NONE),
+                iteration.unwrap_or(NONE),
+                val_iteration.unwrap_or(NONE),
+            ],
+            occurrence: 0,
+        }
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(e) = self.epoch() {
+            parts.push(format!("epoch {e}"));
+        }
+        if let Some(i) = self.iteration() {
+            parts.push(format!("iteration {i}"));
+        }
+        if let Some(v) = self.val_iteration() {
+            parts.push(format!("val iteration {v}"));
+        }
+        if parts.is_empty() {
+            parts.push("unnumbered step".into());
+        }
+        if self.occurrence > 0 {
+            parts.push(format!("(occurrence {})", self.occurrence + 1));
+        }
+        f.write_str(&parts.join(" "))
+    }
+}
+
+impl Serialize for Key {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Key", 4)?;
+        st.serialize_field("epoch", &self.epoch())?;
+        st.serialize_field("iteration", &self.iteration())?;
+        st.serialize_field("val_iteration", &self.val_iteration())?;
+        st.serialize_field("occurrence", &self.occurrence)?;
+        st.end()
+    }
+}
+
+/// One value of the selected metric.
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    pub key: Key,
+    pub value: f64,
+}
+
+/// What was read from one log.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub path: PathBuf,
+    #[serde(skip)]
+    pub points: Vec<Point>,
+    /// Values of the selected metric for the selected rank.
+    pub values: usize,
+    /// Last value of each `val.*` metric for the selected rank.
+    pub eval_last: BTreeMap<String, f64>,
+    /// Metric names seen for the selected rank (for "metric absent" errors).
+    pub metrics_seen: Vec<String>,
+    /// Ranks seen in the log.
+    pub ranks_seen: Vec<u32>,
+    pub lines: u64,
+    pub records: u64,
+    pub malformed: u64,
+    pub bytes: u64,
+    /// Lines over the reader's 1 MiB line limit (read from the text after their last `\r`).
+    pub overlong_lines: u64,
+    /// Of those, lines whose text after the last `\r` was still over the limit: not read.
+    pub overlong_unread: u64,
+    /// What loss.py would read from this log (only under the modelzoo-loss rule).
+    #[serde(skip)]
+    pub losspy: Option<losspy::Extraction>,
+}
+
+/// Inputs `compare` cannot use (exit 2), each saying which file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{role} log {path}: {message}")]
+    Read {
+        role: &'static str,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("{role} log {path}: metric `{metric}` is absent for rank {rank} ({seen}) — choose one with --metric / --rank")]
+    MetricAbsent {
+        role: &'static str,
+        path: PathBuf,
+        metric: String,
+        rank: u32,
+        seen: String,
+    },
+    #[error("no common steps: the baseline has {baseline} and the candidate {candidate} values of `{metric}`, but no (epoch, iteration) in common (baseline starts at {baseline_first}, candidate at {candidate_first}) — use --align order to pair by position")]
+    NoCommonSteps {
+        metric: String,
+        baseline: usize,
+        candidate: usize,
+        baseline_first: String,
+        candidate_first: String,
+    },
+    #[error("report directory {path}: {message}")]
+    Report { path: PathBuf, message: String },
+}
+
+/// A baseline and a candidate value at the same step.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Pair {
+    pub key: Key,
+    pub baseline: f64,
+    pub candidate: f64,
+}
+
+impl Pair {
+    /// candidate − baseline.
+    pub fn diff(&self) -> f64 {
+        self.candidate - self.baseline
+    }
+    /// (candidate − baseline) / baseline, signed, as loss.py computes it.
+    pub fn rel(&self) -> f64 {
+        (self.candidate - self.baseline) / self.baseline
+    }
+}
+
+/// A run of consecutive steps present in only one log.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyRange {
+    pub first: Key,
+    pub last: Key,
+    pub count: usize,
+}
+
+impl fmt::Display for KeyRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.count == 1 {
+            write!(f, "{}", self.first)
+        } else {
+            write!(f, "{} .. {} ({} steps)", self.first, self.last, self.count)
+        }
+    }
+}
+
+/// An extreme value and the step where it occurs.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Extreme {
+    pub value: f64,
+    pub at: Key,
+    /// Position among the paired steps (0-based).
+    pub index: usize,
+}
+
+/// The figures of a comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    pub steps_compared: usize,
+    /// mean((c-b)/b) — signed: opposite errors cancel.
+    pub mean_rel_err_signed: f64,
+    /// mean(|c-b|/|b|).
+    pub mean_rel_err_abs: f64,
+    /// mean(c-b) — signed.
+    pub mean_diff_signed: f64,
+    /// mean(|c-b|).
+    pub mean_abs_err: f64,
+    pub max_abs_err: Extreme,
+    /// Largest |c-b|/|b|.
+    pub max_rel_err: Extreme,
+    /// Steps whose baseline value is 0 (left out of the relative figures).
+    pub zero_baseline_steps: usize,
+    /// Steps where either value is NaN or infinite (a diverged run): they poison the means,
+    /// so any such step makes both rules fail.
+    pub non_finite_steps: usize,
+    /// Values of the metric in the baseline: the steps a complete candidate covers.
+    pub baseline_steps: usize,
+    /// steps_compared / baseline_steps: how much of the baseline run the candidate covers.
+    pub coverage: f64,
+    /// Steps averaged for the final value.
+    pub tail: usize,
+    pub final_baseline: f64,
+    pub final_candidate: f64,
+    /// (final_candidate − final_baseline) / |final_baseline|; NaN (null in JSON) when the
+    /// baseline's final value is 0.
+    pub final_rel_err: f64,
+    /// final_candidate − final_baseline.
+    pub final_abs_err: f64,
+}
+
+/// Last-value comparison of an eval metric present in both logs.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalFigure {
+    pub metric: String,
+    pub baseline: f64,
+    pub candidate: f64,
+    pub rel_err: f64,
+}
+
+/// Pass or fail, with the sentence that says why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub rule: Rule,
+    pub pass: bool,
+    /// What the rule alone says, before the coverage check.
+    pub rule_pass: bool,
+    pub reason: String,
+    pub warnings: Vec<String>,
+}
+
+/// What loss.py would conclude (modelzoo-loss rule only).
+#[derive(Debug, Clone, Serialize)]
+pub struct LossPyCheck {
+    #[serde(flatten)]
+    pub outcome: losspy::Outcome,
+    /// loss.py would read exactly the values this comparison's rule used.
+    pub same_values: bool,
+    /// How loss.py's extraction or verdict differs, in words (also among the warnings).
+    pub note: Option<String>,
+}
+
+/// Everything `compare` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub metric: String,
+    pub rank: u32,
+    pub align: Align,
+    /// Whether a candidate covering part of the baseline is judged on its steps.
+    pub allow_partial: bool,
+    /// Baseline and candidate are the same file.
+    pub same_file: bool,
+    pub baseline: Series,
+    pub candidate: Series,
+    #[serde(skip)]
+    pub pairs: Vec<Pair>,
+    pub only_in_baseline: usize,
+    pub only_in_candidate: usize,
+    pub only_in_baseline_ranges: Vec<KeyRange>,
+    pub only_in_candidate_ranges: Vec<KeyRange>,
+    pub figures: Figures,
+    pub eval: Vec<EvalFigure>,
+    pub verdict: Verdict,
+    /// loss.py's own reading of the logs (modelzoo-loss rule only).
+    pub losspy: Option<LossPyCheck>,
+    /// The candidate against run-to-run variation (only with a noise run).
+    pub noise: Option<NoiseFloor>,
+}
+
+/// The noise verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoiseVerdict {
+    /// Candidate deviation ≤ factor × noise deviation.
+    Within,
+    /// Candidate deviation > factor × noise deviation.
+    Exceeds,
+    /// No variation could be measured (the noise run equals the baseline, or no usable step).
+    Undefined,
+}
+
+impl NoiseVerdict {
+    /// The verdict in words, as printed.
+    pub fn words(&self) -> &'static str {
+        match self {
+            NoiseVerdict::Within => "within run-to-run variation",
+            NoiseVerdict::Exceeds => "exceeds run-to-run variation",
+            NoiseVerdict::Undefined => "run-to-run variation not measurable",
+        }
+    }
+}
+
+/// The candidate's deviation from the baseline against a second baseline run's (the noise
+/// run's): is the port's difference larger than what another seed gives?
+#[derive(Debug, Clone, Serialize)]
+pub struct NoiseFloor {
+    pub path: PathBuf,
+    /// Values of the metric in the noise run.
+    pub values: usize,
+    /// Steps the deviations are measured on: paired in all three logs, baseline ≠ 0, all finite.
+    pub steps: usize,
+    /// Steps the baseline and candidate were compared on (for "covers N of M").
+    pub steps_compared: usize,
+    /// Noise deviation: mean(|n−b|/|b|) over `steps` — the run-to-run variation.
+    pub noise_dev: f64,
+    /// Candidate deviation: mean(|c−b|/|b|) over the same steps.
+    pub candidate_dev: f64,
+    /// candidate_dev / noise_dev; null when the noise deviation is 0.
+    pub ratio: Option<f64>,
+    pub factor: f64,
+    /// Steps averaged for the final values below (the last `tail` of `steps`).
+    pub tail: usize,
+    /// |n̄−b̄|/|b̄| of the final values (informational: one sample of run-to-run variation).
+    pub noise_final_dev: f64,
+    /// |c̄−b̄|/|b̄| of the final values over the same steps.
+    pub candidate_final_dev: f64,
+    pub verdict: NoiseVerdict,
+    /// The rule, in words.
+    pub rule: String,
+    /// Why the verdict is what it is, with the figures.
+    pub reason: String,
+    /// The noise run is the baseline file itself.
+    pub same_file: bool,
+    /// Whether this verdict decided pass/fail (`--noise-gate`).
+    pub gate: bool,
+}
+
+/// Pair two series, compute the figures and apply the rule.
+pub fn compare(
+    baseline: Series,
+    candidate: Series,
+    options: &Options,
+) -> Result<Comparison, CompareError> {
+    compare_with_noise(baseline, candidate, None, options)
+}
+
+/// [`compare`], and with a noise run (read like the baseline) measure the noise floor.
+pub fn compare_with_noise(
+    mut baseline: Series,
+    mut candidate: Series,
+    noise: Option<Series>,
+    options: &Options,
+) -> Result<Comparison, CompareError> {
+    let mut warnings = Vec::new();
+    let same_file = same_file(&baseline.path, &candidate.path);
+    if same_file {
+        warnings.push(format!(
+            "baseline and candidate are the same file ({}): this compares a log with itself",
+            if baseline.path == candidate.path {
+                baseline.path.display().to_string()
+            } else {
+                format!(
+                    "{} and {}",
+                    baseline.path.display(),
+                    candidate.path.display()
+                )
+            }
+        ));
+    }
+    for (role, s) in [("baseline", &baseline), ("candidate", &candidate)] {
+        if s.overlong_lines > 0 {
+            warnings.push(format!(
+                "{} line(s) of the {role} are longer than the {} MiB line limit (progress bars redrawn with `\\r`?): they were read from the text after their last `\\r`{}",
+                s.overlong_lines,
+                dllogger::DEFAULT_MAX_LINE >> 20,
+                if s.overlong_unread > 0 {
+                    format!(
+                        "; {} of them were still too long and were not read",
+                        s.overlong_unread
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    // loss.py pairs by position after cutting to the shorter series.
+    let align = match options.rule {
+        Rule::ModelzooLoss => {
+            if options.align == Align::Key {
+                warnings.push(
+                    "the modelzoo-loss rule pairs steps by position, as loss.py does (--align key is not used)"
+                        .to_string(),
+                );
+            }
+            Align::Order
+        }
+        _ => options.align,
+    };
+    let (pairs, only_b, only_c) = match align {
+        Align::Order => pair_by_order(&baseline.points, &candidate.points),
+        Align::Key => pair_by_key(&mut baseline.points, &mut candidate.points),
+    };
+    if pairs.is_empty() {
+        let first = |s: &Series| {
+            s.points
+                .iter()
+                .map(|p| p.key)
+                .min()
+                .map(|k| k.to_string())
+                .unwrap_or_default()
+        };
+        return Err(CompareError::NoCommonSteps {
+            metric: options.metric.clone(),
+            baseline: baseline.values,
+            candidate: candidate.values,
+            baseline_first: first(&baseline),
+            candidate_first: first(&candidate),
+        });
+    }
+    let figures = figures(&pairs, baseline.values, options.tail.max(1));
+    let eval: Vec<EvalFigure> = baseline
+        .eval_last
+        .iter()
+        .filter_map(|(m, &b)| {
+            candidate.eval_last.get(m).map(|&c| EvalFigure {
+                metric: m.clone(),
+                baseline: b,
+                candidate: c,
+                rel_err: (c - b) / b.abs(),
+            })
+        })
+        .collect();
+
+    if !only_b.is_empty() || !only_c.is_empty() {
+        warnings.push(format!(
+            "{} step(s) only in the baseline and {} only in the candidate were not compared (listed below)",
+            only_b.len(),
+            only_c.len()
+        ));
+    }
+    if figures.zero_baseline_steps > 0 {
+        warnings.push(format!(
+            "{} step(s) have a baseline value of 0 and are left out of the relative figures",
+            figures.zero_baseline_steps
+        ));
+    }
+    if figures.non_finite_steps > 0 {
+        let first = pairs
+            .iter()
+            .find(|p| !(p.baseline.is_finite() && p.candidate.is_finite()))
+            .map(|p| p.key.to_string())
+            .unwrap_or_default();
+        warnings.push(format!(
+            "{} step(s) hold NaN or infinite values (first at {first}): the run diverged or the log is damaged",
+            figures.non_finite_steps
+        ));
+    }
+    if !same_file
+        && only_b.is_empty()
+        && only_c.is_empty()
+        && pairs
+            .iter()
+            .all(|p| p.baseline.to_bits() == p.candidate.to_bits())
+    {
+        warnings.push(
+            "every value is identical in the two logs: is the candidate a copy of the baseline?"
+                .to_string(),
+        );
+    }
+    let mut verdict = verdict(options.rule, &figures, warnings);
+    gate_coverage(&mut verdict, &figures, options.allow_partial);
+    let losspy = match (&baseline.losspy, &candidate.losspy, options.rule) {
+        (Some(b), Some(c), Rule::ModelzooLoss) => {
+            let check = losspy_check(&baseline, &candidate, b, c, &verdict, options);
+            if let Some(note) = &check.note {
+                verdict.warnings.push(note.clone());
+            }
+            Some(check)
+        }
+        _ => None,
+    };
+    let noise = match noise {
+        Some(n) => {
+            let floor = noise_floor(&mut baseline, n, &pairs, align, options)?;
+            verdict.warnings.extend(floor.1);
+            let floor = floor.0;
+            if options.noise_gate && floor.verdict != NoiseVerdict::Within && verdict.pass {
+                verdict.pass = false;
+                verdict.reason = format!(
+                    "--noise-gate: the noise verdict is \"{}\" (the rule alone passes: {})",
+                    floor.verdict.words(),
+                    verdict.reason
+                );
+            }
+            Some(floor)
+        }
+        None => None,
+    };
+    // Release the raw series: the pairs hold what the report needs.
+    baseline.points = Vec::new();
+    candidate.points = Vec::new();
+    Ok(Comparison {
+        metric: options.metric.clone(),
+        rank: options.rank,
+        align,
+        allow_partial: options.allow_partial,
+        same_file,
+        baseline,
+        candidate,
+        only_in_baseline: only_b.len(),
+        only_in_candidate: only_c.len(),
+        only_in_baseline_ranges: ranges(&only_b),
+        only_in_candidate_ranges: ranges(&only_c),
+        pairs,
+        figures,
+        eval,
+        verdict,
+        losspy,
+        noise,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts(keys: &[(u64, u64)], start: f64) -> Vec<Point> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, &(e, it))| Point {
+                key: Key::new(Some(e), Some(it), None),
+                value: start + i as f64,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn key_pairing_lists_steps_in_one_log_only() {
+        let mut b = pts(&[(0, 0), (0, 1), (0, 2), (0, 3)], 1.0);
+        let mut c = pts(&[(0, 2), (0, 3), (0, 4), (0, 5), (1, 0)], 10.0);
+        let (pairs, ob, oc) = pair_by_key(&mut b, &mut c);
+        assert_eq!(pairs.len(), 2);
+        assert_eq!(pairs[0].baseline, 3.0);
+        assert_eq!(pairs[0].candidate, 10.0);
+        assert_eq!(ob.len(), 2);
+        assert_eq!(oc.len(), 3);
+        let r = ranges(&oc);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            r[0].to_string(),
+            "epoch 0 iteration 4 .. epoch 1 iteration 0 (3 steps)"
+        );
+        let r = ranges(&ob);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            r[0].to_string(),
+            "epoch 0 iteration 0 .. epoch 0 iteration 1 (2 steps)"
+        );
+    }
+
+    #[test]
+    fn repeated_keys_pair_by_occurrence() {
+        // Unnumbered values (plain `loss x` lines) pair in log order.
+        let mk = |vals: &[f64]| -> Vec<Point> {
+            vals.iter()
+                .map(|&v| Point {
+                    key: Key::new(None, None, None),
+                    value: v,
+                })
+                .collect()
+        };
+        let (mut b, mut c) = (mk(&[3.0, 2.0, 1.0]), mk(&[3.5, 2.5]));
+        let (pairs, ob, oc) = pair_by_key(&mut b, &mut c);
+        assert_eq!(
+            pairs
+                .iter()
+                .map(|p| (p.baseline, p.candidate))
+                .collect::<Vec<_>>(),
+            vec![(3.0, 3.5), (2.0, 2.5)]
+        );
+        assert_eq!((ob.len(), oc.len()), (1, 0));
+    }
+
+    #[test]
+    fn figures_and_rules_on_known_errors() {
+        let pairs: Vec<Pair> = (0..20)
+            .map(|i| Pair {
+                key: Key::new(Some(0), Some(i), None),
+                baseline: 2.0,
+                candidate: if i % 2 == 0 { 2.2 } else { 1.8 },
+            })
+            .collect();
+        let f = figures(&pairs, 20, 10);
+        assert!(f.mean_rel_err_signed.abs() < 1e-15);
+        assert!((f.mean_rel_err_abs - 0.1).abs() < 1e-12);
+        assert!((f.max_abs_err.value - 0.2).abs() < 1e-12);
+        assert_eq!(f.max_abs_err.index, 0);
+        // Signed means cancel: loss.py's rule passes a ±10% error, rel1 judges the tail mean.
+        assert!(verdict(Rule::ModelzooLoss, &f, vec![]).pass);
+        assert!(verdict(Rule::Rel1 { threshold: 0.01 }, &f, vec![]).pass);
+        let f1 = figures(&pairs[..19], 19, 1);
+        assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f1, vec![]).pass);
+        // A NaN early on (outside the tail) still fails both rules.
+        let mut diverged = pairs.clone();
+        diverged[3].candidate = f64::NAN;
+        let f2 = figures(&diverged, 20, 10);
+        assert_eq!(f2.non_finite_steps, 1);
+        assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f2, vec![]).pass);
+        assert!(!verdict(Rule::ModelzooLoss, &f2, vec![]).pass);
+    }
+}

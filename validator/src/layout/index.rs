@@ -1,0 +1,107 @@
+//! The model.yaml index `model-yaml.entry` checks a directory against.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use model_config::model_yaml::ModelYaml;
+
+use super::LayoutError;
+
+/// The model names and directories a model.yaml lists (what `model-yaml.entry` needs), read
+/// with `model_config`'s loader.
+#[derive(Debug, Clone, Default)]
+pub struct ModelIndex {
+    pub path: PathBuf,
+    names: Vec<String>,
+    dirs: Vec<PathBuf>,
+}
+
+impl ModelIndex {
+    /// Load a model.yaml with `model_config`'s loader. A file that loader rejects but that
+    /// still lists entries with `name`/`path` (another zoo's schema, e.g. the public
+    /// ModelZoo's) is used for its names and paths, with a warning; anything else is an error
+    /// naming the file.
+    pub fn load(path: &Path) -> Result<ModelIndex, LayoutError> {
+        let (names, dirs): (Vec<String>, Vec<PathBuf>) = match ModelYaml::load(path) {
+            Ok(yaml) => yaml
+                .models
+                .iter()
+                .map(|m| (m.name.clone(), yaml.model_dir(m)))
+                .unzip(),
+            Err(typed) => match lenient_entries(path) {
+                Some(entries) => {
+                    tracing::warn!(
+                            "{}: not in this repository's model.yaml schema ({typed}); using only its entries' names and paths",
+                            path.display()
+                        );
+                    entries
+                }
+                None => {
+                    return Err(LayoutError::ModelYaml {
+                        path: path.to_path_buf(),
+                        message: typed.to_string(),
+                    })
+                }
+            },
+        };
+        Ok(ModelIndex {
+            path: path.to_path_buf(),
+            names: names.iter().map(|n| normalise_name(n)).collect(),
+            dirs: dirs
+                .into_iter()
+                .map(|d| fs::canonicalize(&d).unwrap_or(d))
+                .collect(),
+        })
+    }
+
+    /// Whether an entry's path is this directory, or its name is the directory's or a run
+    /// script's model name.
+    pub(super) fn has_entry(&self, dir: &Path, model_names: &[String]) -> bool {
+        let abs = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if self.dirs.contains(&abs) {
+            return true;
+        }
+        let dir_name = dir
+            .file_name()
+            .map(|n| normalise_name(&n.to_string_lossy()))
+            .unwrap_or_default();
+        std::iter::once(dir_name)
+            .chain(model_names.iter().map(|n| normalise_name(n)))
+            .filter(|n| !n.is_empty())
+            .any(|n| self.names.contains(&n))
+    }
+}
+
+/// `name` and `path` of each entry of a `models:` list (or a top-level list) in any YAML
+/// shape; paths resolved like model_config's default root (the directory above the file's).
+/// `None` when the file has no such entries.
+fn lenient_entries(path: &Path) -> Option<(Vec<String>, Vec<PathBuf>)> {
+    let text = fs::read_to_string(path).ok()?;
+    // Through model_config's depth guard: this runs right after the typed loader refused the
+    // file, which may be because it is nested too deep for serde_yaml to reject quickly.
+    let value: serde_yaml::Value = model_config::yaml::from_str(&text).ok()?;
+    let list = match &value {
+        serde_yaml::Value::Sequence(seq) => seq,
+        serde_yaml::Value::Mapping(map) => map.get("models")?.as_sequence()?,
+        _ => return None,
+    };
+    let root = path.parent().unwrap_or(Path::new(".")).join("..");
+    let (mut names, mut dirs) = (Vec::new(), Vec::new());
+    for entry in list {
+        let name = entry.get("name").and_then(|v| v.as_str());
+        let p = entry.get("path").and_then(|v| v.as_str());
+        if name.is_none() && p.is_none() {
+            continue;
+        }
+        names.push(name.unwrap_or_default().to_string());
+        dirs.push(p.map(|p| root.join(p)).unwrap_or_default());
+    }
+    (!names.is_empty()).then_some((names, dirs))
+}
+
+fn normalise_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}

@@ -1,0 +1,461 @@
+//! `modelzoo validate`: the ModelZoo layout rules of the adaptation guide (§3.3, §3.6, §3.7),
+//! checked on a model directory without writing anything.
+//!
+//! Two kinds of model directory are understood:
+//! - a Python model directory in the Tecorigin ModelZoo layout (`README.md`, `requirements.txt`,
+//!   `run_scripts/` with `run_<model>.py`, `argument.py`, `formate_cmd.py`, `README.md`);
+//! - one of this repository's Rust model crates (`Cargo.toml` declaring a `run_<model>` binary,
+//!   the model's argument spec `spec.yaml`, `README.md`), the same contract in Rust.
+
+mod index;
+mod python;
+mod readme;
+mod render;
+mod rust_crate;
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use python::check_python;
+use rust_crate::{bin_names, check_rust_crate};
+
+pub use index::ModelIndex;
+pub use readme::README_SECTIONS;
+pub use render::{render_json, render_junit, render_text, summarize, Summary};
+
+/// One layout rule: a stable id (used in output and `--list-rules`) and what it asks for.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Rule {
+    pub id: &'static str,
+    pub description: &'static str,
+}
+
+/// Every rule `validate` checks, in the order they are checked.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "layout.readme",
+        description: "the model directory has a README.md",
+    },
+    Rule {
+        id: "layout.requirements",
+        description: "a Python model directory has requirements.txt",
+    },
+    Rule {
+        id: "layout.run-scripts",
+        description: "a Python model directory has run_scripts/ holding run_<model>.py, argument.py, formate_cmd.py and README.md",
+    },
+    Rule {
+        id: "crate.run-binary",
+        description: "a Rust model crate declares a run_<model> binary in Cargo.toml and its source file exists",
+    },
+    Rule {
+        id: "crate.spec",
+        description: "a Rust model crate has spec.yaml, a valid argument spec that merges with the ModelZoo standard spec",
+    },
+    Rule {
+        id: "readme.encoding",
+        description: "README files are UTF-8 text",
+    },
+    Rule {
+        id: "readme.sections",
+        description: "the model README has the sections model introduction, dataset preparation, environment (Docker) preparation, start training, training results (English or Chinese headings)",
+    },
+    Rule {
+        id: "readme.results-table",
+        description: "the model README's training results section holds a table of results (the runs' arguments and the accuracy reached)",
+    },
+    Rule {
+        id: "readme.placeholders",
+        description: "README files hold no placeholders: TODO, FIXME, TBD, 待补充, 待填写 or an unrendered {{variable}} outside code and HTML comments (a fresh `modelzoo new` scaffold is not finished)",
+    },
+    Rule {
+        id: "args.documented",
+        description: "the run_scripts README (a crate's README) has an entry (a table row's first cell, or a --name) for model_name, batch_size, epoch, step, dataset_path, lr, device, autocast, plus nproc_per_node for DDP models and nnode, node_rank for multi-node models",
+    },
+    Rule {
+        id: "args.step",
+        description: "the argument parser accepts --step (argument.py, or the crate's merged argument spec)",
+    },
+    Rule {
+        id: "requirements.no-framework",
+        description: "requirements.txt does not list torch or paddle (the SDAA environment provides them)",
+    },
+    Rule {
+        id: "model-yaml.entry",
+        description: "model.yaml (given with --model-yaml, or found as model_config/model.yaml in an ancestor directory) has an entry for the model",
+    },
+    Rule {
+        id: "fs.readable",
+        description: "every file and directory the rules look at can be read (I/O errors, symlink loops and files that are not regular files, e.g. a FIFO, are reported here; those are never opened)",
+    },
+];
+
+/// The arguments every run_scripts README must document (adaptation guide §3.3).
+pub const DOCUMENTED_ARGS: &[&str] = &[
+    "model_name",
+    "batch_size",
+    "epoch",
+    "step",
+    "dataset_path",
+    "lr",
+    "device",
+    "autocast",
+];
+
+/// One violation: the file (or directory) it is about, the rule, and what to do.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub path: PathBuf,
+    pub rule: &'static str,
+    pub message: String,
+}
+
+/// What kind of model directory was recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Tecorigin ModelZoo layout with `run_scripts/`.
+    Python,
+    /// A Rust model crate of this repository.
+    RustCrate,
+    /// Not a model directory: a path `--all` could not walk (it carries `fs.readable` findings).
+    Unwalkable,
+}
+
+/// The result for one model directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirReport {
+    pub dir: PathBuf,
+    pub kind: ModelKind,
+    pub findings: Vec<Finding>,
+}
+
+/// Reasons `validate` cannot run at all (exit 2), as opposed to violations (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{path}: not a directory — give a model directory (or a tree with --all)")]
+    NotADirectory { path: PathBuf },
+    /// The cause is part of the message and deliberately not a `source()`: reporters that
+    /// print the whole chain (`{:#}`) would otherwise repeat it.
+    #[error("{path}: cannot read: {error}")]
+    Io { path: PathBuf, error: io::Error },
+    #[error("{path}: not a usable model.yaml: {message}")]
+    ModelYaml { path: PathBuf, message: String },
+}
+
+/// Options of a validation run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// model.yaml to check entries against; when `None`, each model directory's ancestors are
+    /// searched for `model_config/model.yaml`.
+    pub model_yaml: Option<PathBuf>,
+}
+
+/// Checks model directories; caches the model.yaml files it finds.
+pub struct Validator {
+    given_index: Option<Arc<ModelIndex>>,
+    found: HashMap<PathBuf, Lookup>,
+}
+
+impl Validator {
+    /// A validator; a `--model-yaml` that cannot be read or parsed is an error (exit 2).
+    pub fn new(options: &Options) -> Result<Validator, LayoutError> {
+        let given_index = match &options.model_yaml {
+            Some(p) => Some(Arc::new(ModelIndex::load(p)?)),
+            None => None,
+        };
+        Ok(Validator {
+            given_index,
+            found: HashMap::new(),
+        })
+    }
+
+    /// Check one model directory; its kind is recognised from what it holds.
+    pub fn check_dir(&mut self, dir: &Path) -> Result<DirReport, LayoutError> {
+        match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(LayoutError::NotADirectory {
+                    path: dir.to_path_buf(),
+                })
+            }
+            Err(error) => {
+                return Err(LayoutError::Io {
+                    path: dir.to_path_buf(),
+                    error,
+                })
+            }
+        }
+        let kind = if dir.join("Cargo.toml").is_file() {
+            ModelKind::RustCrate
+        } else {
+            ModelKind::Python
+        };
+        let mut findings = Vec::new();
+        let model_names = match kind {
+            ModelKind::RustCrate => check_rust_crate(dir, &mut findings),
+            _ => check_python(dir, &mut findings),
+        };
+        self.check_model_yaml(dir, &model_names, &mut findings);
+        Ok(DirReport {
+            dir: dir.to_path_buf(),
+            kind,
+            findings,
+        })
+    }
+
+    /// Find every model directory under `root` (not descending into one once found) and check
+    /// each. Walk errors (symlink loops, unreadable directories) become `fs.readable` findings.
+    pub fn check_tree(&mut self, root: &Path) -> Result<Vec<DirReport>, LayoutError> {
+        match fs::metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(LayoutError::NotADirectory {
+                    path: root.to_path_buf(),
+                })
+            }
+            Err(error) => {
+                return Err(LayoutError::Io {
+                    path: root.to_path_buf(),
+                    error,
+                })
+            }
+        }
+        let mut reports = Vec::new();
+        let mut walk = walkdir::WalkDir::new(root)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter();
+        while let Some(entry) = walk.next() {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(err) => {
+                    let path = err.path().unwrap_or(root).to_path_buf();
+                    let message = match err.loop_ancestor() {
+                        Some(ancestor) => format!(
+                            "symlink loop: leads back to {}; not followed — remove or retarget the link",
+                            ancestor.display()
+                        ),
+                        None => format!("cannot walk: {err}"),
+                    };
+                    reports.push(DirReport {
+                        dir: path.clone(),
+                        kind: ModelKind::Unwalkable,
+                        findings: vec![Finding {
+                            path,
+                            rule: "fs.readable",
+                            message,
+                        }],
+                    });
+                    continue;
+                }
+            };
+            if !entry.file_type().is_dir() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy();
+            if entry.depth() > 0
+                && (name.starts_with('.') || name == "target" || name == "node_modules")
+            {
+                walk.skip_current_dir();
+                continue;
+            }
+            if is_model_dir(entry.path()) {
+                walk.skip_current_dir();
+                reports.push(self.check_dir(entry.path())?);
+            }
+        }
+        Ok(reports)
+    }
+
+    fn check_model_yaml(&mut self, dir: &Path, model_names: &[String], out: &mut Vec<Finding>) {
+        let found = match &self.given_index {
+            Some(i) => Lookup::Index(i.clone()),
+            None => self.find_index(dir),
+        };
+        match found {
+            Lookup::Index(index) if !index.has_entry(dir, model_names) => out.push(Finding {
+                path: index.path.clone(),
+                rule: "model-yaml.entry",
+                message: format!(
+                    "no entry for this model ({}): add one with its `name` and `path` for the PR functional check",
+                    dir.display()
+                ),
+            }),
+            Lookup::Broken(path, message) => out.push(Finding {
+                path,
+                rule: "model-yaml.entry",
+                message: format!("cannot use this model.yaml: {message}"),
+            }),
+            _ => {}
+        }
+    }
+
+    /// The nearest `model_config/model.yaml` among `dir`'s ancestors, cached per ancestor.
+    fn find_index(&mut self, dir: &Path) -> Lookup {
+        let abs = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        for ancestor in abs.ancestors() {
+            let lookup = self.found.entry(ancestor.to_path_buf()).or_insert_with(|| {
+                let candidate = ancestor.join("model_config").join("model.yaml");
+                if !candidate.is_file() {
+                    return Lookup::Absent;
+                }
+                match ModelIndex::load(&candidate) {
+                    Ok(i) => Lookup::Index(Arc::new(i)),
+                    Err(e) => Lookup::Broken(candidate, e.to_string()),
+                }
+            });
+            if !matches!(lookup, Lookup::Absent) {
+                return lookup.clone();
+            }
+        }
+        Lookup::Absent
+    }
+}
+
+/// What an ancestor directory holds as `model_config/model.yaml`.
+#[derive(Debug, Clone)]
+enum Lookup {
+    Absent,
+    Index(Arc<ModelIndex>),
+    Broken(PathBuf, String),
+}
+
+/// Whether `--all` treats this directory as a model directory.
+fn is_model_dir(dir: &Path) -> bool {
+    if dir.join("run_scripts").is_dir() || dir.join("requirements.txt").is_file() {
+        return true;
+    }
+    let cargo = dir.join("Cargo.toml");
+    cargo.is_file()
+        && (dir.join("spec.yaml").is_file()
+            || fs::read_to_string(&cargo)
+                .map(|t| bin_names(&t).iter().any(|n| n.starts_with("run_")))
+                .unwrap_or(false))
+}
+
+/// What a non-regular file is, for the finding.
+fn file_kind(t: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Read a file the rules need; a missing file is `None` with no finding, other errors are
+/// findings. Only regular files (or symlinks to them) are opened: reading a FIFO would block
+/// until something writes to it, a device may never end.
+fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
+    match fs::metadata(path) {
+        Ok(m) if !m.is_file() => {
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "fs.readable",
+                message: format!(
+                    "not a regular file ({}): skipped, not read — replace it with the real file",
+                    file_kind(m.file_type())
+                ),
+            });
+            return None;
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "fs.readable",
+                message: format!("cannot read: {e}"),
+            });
+            return None;
+        }
+    }
+    match fs::read(path) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => {
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "fs.readable",
+                message: format!("cannot read: {e}"),
+            });
+            None
+        }
+    }
+}
+
+/// Text of a README: non-UTF-8 bytes are reported and replaced, so the other rules still run.
+fn read_readme(path: &Path, out: &mut Vec<Finding>) -> Option<String> {
+    let bytes = read_bytes(path, out)?;
+    match String::from_utf8(bytes) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            out.push(Finding {
+                path: path.to_path_buf(),
+                rule: "readme.encoding",
+                message: format!(
+                    "not UTF-8 (first invalid byte at offset {at}, line {line}); re-save it as UTF-8 (e.g. `iconv -f GBK -t UTF-8`)"
+                ),
+            });
+            Some(String::from_utf8_lossy(e.as_bytes()).into_owned())
+        }
+    }
+}
+
+fn missing(out: &mut Vec<Finding>, path: PathBuf, rule: &'static str, what: &str) {
+    out.push(Finding {
+        path,
+        rule,
+        message: format!("missing: {what}"),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use regex::Regex;
+
+    use super::*;
+
+    #[test]
+    fn every_finding_rule_is_listed() {
+        let src = [
+            include_str!("mod.rs"),
+            include_str!("python.rs"),
+            include_str!("readme.rs"),
+            include_str!("rust_crate.rs"),
+        ]
+        .concat();
+        let src = src.as_str();
+        let ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        for cap in Regex::new(r#"rule: "([a-z.\-]+)""#)
+            .unwrap()
+            .captures_iter(src)
+        {
+            assert!(ids.contains(&&cap[1]), "rule {} not in RULES", &cap[1]);
+        }
+        for cap in
+            Regex::new(r#""(layout|crate|readme|args|requirements|model-yaml|fs)\.([a-z\-]+)",\n"#)
+                .unwrap()
+                .captures_iter(src)
+        {
+            let id = format!("{}.{}", &cap[1], &cap[2]);
+            assert!(ids.contains(&id.as_str()), "rule {id} not in RULES");
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The reports of a run: text, JSON and JUnit XML, and the totals they share.
+
+use modelzoo_support::junit::{Case, Layout, Outcome, Suite};
+use serde::Serialize;
+
+use super::DirReport;
+
+/// Totals over a run.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Summary {
+    pub dirs: usize,
+    pub clean: usize,
+    pub with_violations: usize,
+    pub violations: usize,
+}
+
+/// Totals for a set of reports.
+pub fn summarize(reports: &[DirReport]) -> Summary {
+    let with_violations = reports.iter().filter(|r| !r.findings.is_empty()).count();
+    Summary {
+        dirs: reports.len(),
+        clean: reports.len() - with_violations,
+        with_violations,
+        violations: reports.iter().map(|r| r.findings.len()).sum(),
+    }
+}
+
+/// `path: rule-id: message` lines, then a one-line summary.
+pub fn render_text(reports: &[DirReport]) -> String {
+    let mut s = String::new();
+    for r in reports {
+        for f in &r.findings {
+            s.push_str(&format!(
+                "{}: {}: {}\n",
+                f.path.display(),
+                f.rule,
+                f.message
+            ));
+        }
+    }
+    let sum = summarize(reports);
+    s.push_str(&format!(
+        "checked {} model director{}: {} clean, {} with violations ({} violation{})\n",
+        sum.dirs,
+        if sum.dirs == 1 { "y" } else { "ies" },
+        sum.clean,
+        sum.with_violations,
+        sum.violations,
+        if sum.violations == 1 { "" } else { "s" },
+    ));
+    s
+}
+
+/// JSON: `{"reports": [...], "summary": {...}}`.
+pub fn render_json(reports: &[DirReport]) -> String {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        reports: &'a [DirReport],
+        summary: Summary,
+    }
+    serde_json::to_string_pretty(&Out {
+        reports,
+        summary: summarize(reports),
+    })
+    .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialise: {e}\"}}"))
+        + "\n"
+}
+
+/// JUnit XML: one testsuite, a testcase per model directory, a failure per violation.
+pub fn render_junit(reports: &[DirReport]) -> String {
+    let cases = reports
+        .iter()
+        .map(|r| Case {
+            classname: "modelzoo.validate".into(),
+            name: r.dir.display().to_string(),
+            time: None,
+            outcomes: r
+                .findings
+                .iter()
+                .map(|f| Outcome::Failure {
+                    kind: Some(f.rule.to_string()),
+                    message: f.message.clone(),
+                    text: format!("{}: {}: {}", f.path.display(), f.rule, f.message),
+                })
+                .collect(),
+        })
+        .collect();
+    Suite {
+        name: "modelzoo validate".into(),
+        time: None,
+        cases,
+    }
+    .render(Layout::Bare)
+}
