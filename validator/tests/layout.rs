@@ -438,8 +438,8 @@ fn rule_ids_are_unique() {
 }
 
 /// `modelzoo new`'s scaffold of each kind, written by the real scaffolder under `root`.
-fn scaffold(root: &Path, name: &str, kind: run_scripts_template::scaffold::Kind) -> PathBuf {
-    use run_scripts_template::scaffold::{apply, plan, NewModel};
+fn scaffold(root: &Path, name: &str, kind: modelzoo_scaffold::Kind) -> PathBuf {
+    use modelzoo_scaffold::{apply, plan, NewModel};
     let plan = plan(&NewModel {
         name: name.into(),
         kind,
@@ -453,7 +453,7 @@ fn scaffold(root: &Path, name: &str, kind: run_scripts_template::scaffold::Kind)
 
 #[test]
 fn a_fresh_scaffold_is_reported_until_its_placeholders_are_filled() {
-    use run_scripts_template::scaffold::Kind;
+    use modelzoo_scaffold::Kind;
     let t = tempfile::tempdir().unwrap();
     let py = scaffold(t.path(), "vit", Kind::Python);
     let rs = scaffold(t.path(), "unet", Kind::Rust);

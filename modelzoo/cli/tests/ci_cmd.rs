@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use run_scripts_template::scaffold::{self, Kind, NewModel};
+use modelzoo_scaffold::{self as scaffold, Kind, NewModel};
 
 fn modelzoo(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_modelzoo"))

@@ -174,7 +174,7 @@ pub fn datasets(
         ));
     };
     if !root.exists() {
-        return Err(DataError::Missing(root.to_path_buf())).map_err(RunError::input);
+        return Err(RunError::input(DataError::Missing(root.to_path_buf())));
     }
     if Cifar10::detect(root) {
         if num_classes < 10 {
@@ -189,18 +189,19 @@ pub fn datasets(
     }
     let (train_dir, val_dir) = (root.join("train"), root.join("val"));
     if !train_dir.is_dir() {
-        return Err(DataError::UnknownLayout(root.to_path_buf())).map_err(RunError::input);
+        return Err(RunError::input(DataError::UnknownLayout(
+            root.to_path_buf(),
+        )));
     }
     let train = ImageFolder::scan(&train_dir, Split::Train, image_size).map_err(RunError::input)?;
     let val = ImageFolder::scan(&val_dir, Split::Val, image_size).map_err(RunError::input)?;
     if train.classes() != val.classes() {
-        return Err(DataError::ClassMismatch {
+        return Err(RunError::input(DataError::ClassMismatch {
             train: train_dir,
             val: val_dir,
             train_n: train.classes().len(),
             val_n: val.classes().len(),
-        })
-        .map_err(RunError::input);
+        }));
     }
     if train.classes().len() > num_classes {
         return Err(RunError::input(format!(
