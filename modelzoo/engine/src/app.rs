@@ -47,8 +47,9 @@ pub trait Recipe {
     /// in memory.
     fn plan(&self, std: &StandardArgs, args: &Self::Args) -> Result<Plan, RunError>;
 
-    /// On the opened device, after the output directory is claimed: the module and the data
-    /// this process trains on.
+    /// On the opened device: the module and the data this process trains on. Writes nothing
+    /// into the output directory (see [`Built::on_output_claimed`]): a run refused there must
+    /// leave an earlier run's files as they are.
     fn build(
         &self,
         std: &StandardArgs,
@@ -96,7 +97,13 @@ pub struct Built<M: BasicModule> {
     pub data: String,
     /// The run's shape for the start-up line ("batch 32", "micro batch 4 x 2 accumulation").
     pub summary: String,
+    /// What the model writes into the output directory once the engine has claimed it (it
+    /// holds no earlier run's checkpoints), before training: run_gpt's `gpt_config.json`.
+    pub on_output_claimed: Option<OutputWriter>,
 }
+
+/// See [`Built::on_output_claimed`].
+pub type OutputWriter = Box<dyn FnOnce() -> Result<(), RunError>>;
 
 /// Why a run stopped early, and so its exit code: 2 for what the user must change, 1 for a
 /// run that started and failed (an interrupted run is not an error: it exits 130).
@@ -341,20 +348,6 @@ fn train<R: Recipe>(
         device.default_amp_dtype(),
     );
 
-    let out_dir = settings
-        .ckpt_dir
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    // Before anything is written: a new run never overwrites an earlier run's.
-    crate::checkpoint::check_unused(&settings.ckpt_dir, settings.resume.is_some())
-        .map_err(RunError::input)?;
-    std::fs::create_dir_all(&out_dir).map_err(|e| {
-        RunError::input(format!(
-            "cannot create output directory {}: {e}",
-            out_dir.display()
-        ))
-    })?;
     let mut fp64 = None;
     let dev = runner::train_device(&device, &settings, &mut fp64);
     let built = RunError::catch_libtorch("building the model", || {
@@ -369,6 +362,23 @@ fn train<R: Recipe>(
             },
         )
     })?;
+    let out_dir = settings
+        .ckpt_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    // Before anything is written: a new run never overwrites an earlier run's.
+    crate::checkpoint::check_unused(&settings.ckpt_dir, settings.resume.is_some())
+        .map_err(RunError::input)?;
+    std::fs::create_dir_all(&out_dir).map_err(|e| {
+        RunError::input(format!(
+            "cannot create output directory {}: {e}",
+            out_dir.display()
+        ))
+    })?;
+    if let Some(write) = built.on_output_claimed {
+        write()?;
+    }
 
     let model_name = std.model_name.as_deref().unwrap_or(R::PROGRAM);
     let json = runner::log_path(&out_dir, model_name);

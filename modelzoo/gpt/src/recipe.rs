@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
+use modelzoo_engine::app::{Built, OutputWriter, Plan, Recipe, RunContext, RunError};
 use modelzoo_engine::{runner, BatchSource, WorldInfo};
 use run_scripts_template::StandardArgs;
 use tch::nn::VarStore;
@@ -154,17 +154,13 @@ impl Recipe for GptRecipe {
             );
         }
         // The checkpoints carry what `--generate` needs to rebuild the model and tokenizer.
-        let ckpt_dir = &run.settings.ckpt_dir;
-        std::fs::create_dir_all(ckpt_dir)
-            .map_err(|e| RunError::input(format!("cannot create {}: {e}", ckpt_dir.display())))?;
-        checkpoint::write_meta(
-            ckpt_dir,
-            &Meta {
-                model: config.model.clone(),
-                tokenizer: ds.tokenizer.clone(),
-            },
-        )
-        .map_err(RunError::input)?;
+        let ckpt_dir = run.settings.ckpt_dir.clone();
+        let meta = Meta {
+            model: config.model.clone(),
+            tokenizer: ds.tokenizer.clone(),
+        };
+        let write_meta: OutputWriter =
+            Box::new(move || checkpoint::write_meta(&ckpt_dir, &meta).map_err(RunError::input));
         let amp = matches!(
             run.settings.precision,
             modelzoo_engine::Precision::Amp { .. }
@@ -185,6 +181,7 @@ impl Recipe for GptRecipe {
             summary: format!(
                 "micro batch {micro} x {accum} accumulation, seq {seq}; MFU against {peak:.3e} FLOP/s ({peak_source})"
             ),
+            on_output_claimed: Some(write_meta),
         })
     }
 }

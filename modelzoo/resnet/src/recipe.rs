@@ -139,6 +139,7 @@ impl Recipe for ResNetRecipe {
             val: Some(Box::new(val)),
             data,
             summary: format!("batch {batch_size}"),
+            on_output_claimed: None,
         })
     }
 }

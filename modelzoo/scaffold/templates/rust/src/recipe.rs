@@ -70,6 +70,7 @@ impl Recipe for Recipe{{Camel}} {
             val: Some(Box::new(val)),
             data: "the synthetic training set".into(),
             summary: format!("batch {}", std.batch_size),
+            on_output_claimed: None,
         })
     }
 }
