@@ -174,8 +174,8 @@ fn chain(e: &(dyn Error + 'static)) -> String {
 /// The whole life of a `run_<model>` process; its `main` is `app::main(Recipe)`.
 pub fn main<R: Recipe>(recipe: R) -> ExitCode {
     let program = R::PROGRAM;
-    let resolved = match start(program, R::ABOUT, R::SPEC_YAML) {
-        Ok(args) => args,
+    let (resolved, std) = match start(program, R::ABOUT, R::SPEC_YAML) {
+        Ok(parsed) => parsed,
         Err(code) => return code,
     };
     // tch reports libtorch errors as panics; the engine catches them and prints the message
@@ -186,7 +186,6 @@ pub fn main<R: Recipe>(recipe: R) -> ExitCode {
             eprintln!("{program}: libtorch error raised at {loc}");
         }
     }));
-    let std = StandardArgs::from_args(&resolved);
     let args = R::Args::from_args(&resolved);
     let result = match recipe.instead_of_training(&std, &args) {
         Some(done) => done.map(|()| None),
@@ -227,11 +226,16 @@ pub fn main<R: Recipe>(recipe: R) -> ExitCode {
 
 /// Diagnostics through `tracing` on stderr (`RUST_LOG` honoured, `info` by default, never on
 /// stdout with the metric lines; coloured only when stderr is a terminal, so logs redirected to
-/// files and pipes stay plain text), then the command line parsed against the merged spec.
+/// files and pipes stay plain text), then the command line parsed against the merged spec
+/// (with its standard arguments typed).
 /// `Err(code)` means the process ends now: the spec did not load (2), `--print_cmd` printed
 /// the resolved command (0), or this process was the launcher of a data-parallel job (its
 /// exit code). clap's own usage errors exit 2 with the valid values.
-fn start(program: &str, about: &str, spec_yaml: &str) -> Result<ResolvedArgs, ExitCode> {
+fn start(
+    program: &str,
+    about: &str,
+    spec_yaml: &str,
+) -> Result<(ResolvedArgs, StandardArgs), ExitCode> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -263,7 +267,7 @@ fn start(program: &str, about: &str, spec_yaml: &str) -> Result<ResolvedArgs, Ex
         return Err(ExitCode::SUCCESS);
     }
     let Some(plan) = plan else {
-        return Ok(args);
+        return Ok((args, std));
     };
     if let Err(e) = runner::check_cuda_job(&std, &plan) {
         eprintln!("{program}: error: {e}");
