@@ -25,6 +25,9 @@ pub trait Recipe {
     type Args: FromArgs;
     /// What trains.
     type Module: BasicModule;
+    /// What [`Recipe::plan`] hands on to [`Recipe::build`] (a loaded config; `()` for none),
+    /// so that nothing is read or resolved twice.
+    type Prepared;
     /// The binary's name (`run_resnet`).
     const PROGRAM: &'static str;
     /// One line for `--help`.
@@ -45,7 +48,8 @@ pub trait Recipe {
     /// Before the device is opened: the engine settings (the model's config, then the standard
     /// flags, see [`runner::settings_from_args`]), the per-process batch and what a step needs
     /// in memory.
-    fn plan(&self, std: &StandardArgs, args: &Self::Args) -> Result<Plan, RunError>;
+    fn plan(&self, std: &StandardArgs, args: &Self::Args)
+        -> Result<Plan<Self::Prepared>, RunError>;
 
     /// On the opened device: the module and the data this process trains on. Writes nothing
     /// into the output directory (see [`Built::on_output_claimed`]): a run refused there must
@@ -54,18 +58,21 @@ pub trait Recipe {
         &self,
         std: &StandardArgs,
         args: &Self::Args,
+        prepared: Self::Prepared,
         run: &RunContext,
     ) -> Result<Built<Self::Module>, RunError>;
 }
 
 /// A recipe's [`Recipe::plan`].
-pub struct Plan {
+pub struct Plan<P> {
     /// Config and flags merged; the precision is settled by the engine once the device is open.
     pub settings: EngineSettings,
     /// Samples per process and step, recorded in the `PARAMETER` line.
     pub batch_size: usize,
     /// At least what one step needs; a run that cannot fit is refused up front (exit 2).
     pub memory: Option<MemoryNeed>,
+    /// Handed to [`Recipe::build`].
+    pub prepared: P,
 }
 
 /// What [`Recipe::build`] sees of the run.
@@ -330,6 +337,7 @@ fn train<R: Recipe>(
         mut settings,
         batch_size,
         memory,
+        prepared,
     } = recipe.plan(std, args)?;
     if let Some(r) = &settings.resume {
         crate::checkpoint::resolve(r).map_err(|e| RunError::input(format!("--resume: {e}")))?;
@@ -358,6 +366,7 @@ fn train<R: Recipe>(
         recipe.build(
             std,
             args,
+            prepared,
             &RunContext {
                 device: &device,
                 train_device: dev,

@@ -54,6 +54,7 @@ fn world_size() -> Result<usize, RunError> {
 impl Recipe for GptRecipe {
     type Args = ModelArgs;
     type Module = GptModule;
+    type Prepared = GptConfig;
     const PROGRAM: &'static str = "run_gpt";
     const ABOUT: &'static str =
         "GPT (FleetX single-card pretraining and zero-shot generation) standard case of the ModelZoo";
@@ -67,7 +68,7 @@ impl Recipe for GptRecipe {
         args.generate.then(|| run_generate(std, args))
     }
 
-    fn plan(&self, std: &StandardArgs, _args: &ModelArgs) -> Result<Plan, RunError> {
+    fn plan(&self, std: &StandardArgs, _args: &ModelArgs) -> Result<Plan<GptConfig>, RunError> {
         let config = training_config(std)?;
         // FleetX: global batch = local batch × data-parallel processes.
         let batch = config
@@ -83,16 +84,17 @@ impl Recipe for GptRecipe {
             settings,
             batch_size: batch.local as usize,
             memory: Some(config.memory_need(batch.micro, amp)),
+            prepared: config,
         })
     }
 
     fn build(
         &self,
-        std: &StandardArgs,
+        _std: &StandardArgs,
         _args: &ModelArgs,
+        config: GptConfig,
         run: &RunContext,
     ) -> Result<Built<GptModule>, RunError> {
-        let config = training_config(std)?;
         let (_, world) = run.rank_and_world();
         let batch = config
             .data

@@ -2,6 +2,7 @@
 //! CIFAR-10 binary batches, each a [`Dataset`] for the parallel [`crate::Loader`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use modelzoo_engine::rng::SplitMix64;
 
@@ -34,6 +35,12 @@ pub enum DataError {
         val: PathBuf,
         train_n: usize,
         val_n: usize,
+    },
+    #[error("{data} holds {found} classes but --num_classes is {num_classes}; pass --num_classes {found}")]
+    TooManyClasses {
+        data: PathBuf,
+        found: usize,
+        num_classes: usize,
     },
     #[error("{path}: {len} bytes is not a whole number of 3073-byte CIFAR-10 records")]
     CifarSize { path: PathBuf, len: u64 },
@@ -343,4 +350,76 @@ impl Dataset for Cifar10 {
             label: rec[0] as i64,
         })
     }
+}
+
+/// A dataset the loader threads share.
+pub type SharedDataset = Arc<dyn Dataset>;
+
+/// The train and validation sets of a `run_<model>`: `root` as CIFAR-10 binary or an
+/// ImageFolder (`train/`, `val/`), or without it the synthetic set (`synthetic_samples` to
+/// train, a quarter of that to validate). Classes must fit the classifier's `num_classes`.
+pub fn train_and_val(
+    root: Option<&Path>,
+    synthetic_samples: usize,
+    num_classes: usize,
+    image_size: usize,
+    seed: u64,
+) -> Result<(SharedDataset, SharedDataset), DataError> {
+    let Some(root) = root else {
+        let n = synthetic_samples;
+        return Ok((
+            Arc::new(Synthetic::new(
+                num_classes,
+                image_size,
+                n,
+                Split::Train,
+                seed,
+            )),
+            Arc::new(Synthetic::new(
+                num_classes,
+                image_size,
+                (n / 4).max(1),
+                Split::Val,
+                seed,
+            )),
+        ));
+    };
+    if !root.exists() {
+        return Err(DataError::Missing(root.to_path_buf()));
+    }
+    if Cifar10::detect(root) {
+        if num_classes < 10 {
+            return Err(DataError::TooManyClasses {
+                data: root.to_path_buf(),
+                found: 10,
+                num_classes,
+            });
+        }
+        return Ok((
+            Arc::new(Cifar10::load(root, Split::Train)?),
+            Arc::new(Cifar10::load(root, Split::Val)?),
+        ));
+    }
+    let (train_dir, val_dir) = (root.join("train"), root.join("val"));
+    if !train_dir.is_dir() {
+        return Err(DataError::UnknownLayout(root.to_path_buf()));
+    }
+    let train = ImageFolder::scan(&train_dir, Split::Train, image_size)?;
+    let val = ImageFolder::scan(&val_dir, Split::Val, image_size)?;
+    if train.classes() != val.classes() {
+        return Err(DataError::ClassMismatch {
+            train: train_dir,
+            val: val_dir,
+            train_n: train.classes().len(),
+            val_n: val.classes().len(),
+        });
+    }
+    if train.classes().len() > num_classes {
+        return Err(DataError::TooManyClasses {
+            data: train_dir,
+            found: train.classes().len(),
+            num_classes,
+        });
+    }
+    Ok((Arc::new(train), Arc::new(val)))
 }

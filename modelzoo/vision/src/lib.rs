@@ -7,5 +7,7 @@ pub mod datasets;
 pub mod loader;
 pub mod transforms;
 
-pub use datasets::{Cifar10, DataError, ImageFolder, Split, Synthetic};
+pub use datasets::{
+    train_and_val, Cifar10, DataError, ImageFolder, SharedDataset, Split, Synthetic,
+};
 pub use loader::{Batches, Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};

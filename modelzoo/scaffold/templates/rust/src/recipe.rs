@@ -17,15 +17,17 @@ pub struct Recipe{{Camel}};
 impl Recipe for Recipe{{Camel}} {
     type Args = ModelArgs;
     type Module = Module{{Camel}};
+    type Prepared = ();
     const PROGRAM: &'static str = "run_{{name}}";
     const ABOUT: &'static str = "{{title}} standard case of the ModelZoo";
     const SPEC_YAML: &'static str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yaml"));
 
-    fn plan(&self, std: &StandardArgs, _args: &ModelArgs) -> Result<Plan, RunError> {
+    fn plan(&self, std: &StandardArgs, _args: &ModelArgs) -> Result<Plan<()>, RunError> {
         Ok(Plan {
             settings: runner::settings_from_config(std, &["Engine"])?,
             batch_size: std.batch_size as usize,
             memory: None,
+            prepared: (),
         })
     }
 
@@ -33,6 +35,7 @@ impl Recipe for Recipe{{Camel}} {
         &self,
         std: &StandardArgs,
         args: &ModelArgs,
+        (): (),
         run: &RunContext,
     ) -> Result<Built<Module{{Camel}}>, RunError> {
         let (classes, size) = (args.num_classes as usize, args.image_size as usize);
