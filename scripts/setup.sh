@@ -69,11 +69,27 @@ install_probe() {
     echo "$sum" >"$stamp"
 }
 
+# The reference implementations the model tests compare against (python/requirements-reference.txt),
+# installed next to the pinned torch, again only when that file changed since the last install.
+install_reference() {
+    local req="$root/python/requirements-reference.txt" stamp="$venv/.reference.sha256" sum
+    sum=$(sha256sum "$req" | cut -d' ' -f1)
+    [[ -f $stamp && $(<"$stamp") == "$sum" ]] && return 0
+    echo "setup: installing the reference implementations ($req) into $venv"
+    local log="$venv/pip-install-reference.log"
+    if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q "torch==$want" -r "$req" >"$log" 2>&1; then
+        echo "setup: could not install $req into $venv (pip's output: $log)" >&2
+        exit 1
+    fi
+    echo "$sum" >"$stamp"
+}
+
 # Fast path: the venv's site-packages already holds torch-$want's dist-info.
 if compgen -G "$venv/lib/python3*/site-packages/torch-$want.dist-info" >/dev/null \
     && [[ -x "$venv/bin/python" ]]; then
     cuda_headers
     install_probe
+    install_reference
     exit 0
 fi
 
@@ -99,3 +115,4 @@ if got != sys.argv[1]:
 PY
 cuda_headers
 install_probe
+install_reference
