@@ -206,11 +206,9 @@ impl DumpWriter {
         }
         let records = self.dir.join("records.jsonl");
         self.records.flush().map_err(io(&records))?;
-        let tmp = self.dir.join(".meta.json.tmp");
-        let text = serde_json::to_string_pretty(meta).map_err(|e| io(&tmp)(e.into()))?;
-        fs::write(&tmp, text).map_err(io(&tmp))?;
         let path = self.dir.join("meta.json");
-        fs::rename(&tmp, &path).map_err(io(&path))?;
+        let text = serde_json::to_string_pretty(meta).map_err(|e| io(&path)(e.into()))?;
+        modelzoo_support::write_atomic(&path, text.as_bytes()).map_err(io(&path))?;
         Ok(self.dir)
     }
 }

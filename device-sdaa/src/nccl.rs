@@ -172,13 +172,7 @@ fn cache_file() -> Result<PathBuf, NcclShimError> {
     if std::fs::read(&path).is_ok_and(|bytes| bytes == SHIM) {
         return Ok(path);
     }
-    let partial = dir.join(format!(".libmodelzoo_nccl-{}.partial", std::process::id()));
-    std::fs::write(&partial, SHIM)
-        .and_then(|()| std::fs::rename(&partial, &path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&partial);
-            fail(&path, e.to_string())
-        })?;
+    modelzoo_support::write_atomic(&path, SHIM).map_err(|e| fail(&path, e.to_string()))?;
     Ok(path)
 }
 

@@ -326,6 +326,13 @@ pub fn settle_precision(
     }
 }
 
+/// The model's size as its reference implementation counts it (torchvision's and Hugging
+/// Face's `sum(p.numel() for p in model.parameters())`): trainable variables, buffers such as
+/// BatchNorm's running statistics left out.
+pub fn parameter_count(vs: &tch::nn::VarStore) -> usize {
+    vs.trainable_variables().iter().map(|t| t.numel()).sum()
+}
+
 /// The training run: plan, device, data parallel, output directory, module and data, metric
 /// log, then the engine's fit.
 fn train<R: Recipe>(
@@ -395,10 +402,15 @@ fn train<R: Recipe>(
 
     let model_name = std.model_name.as_deref().unwrap_or(R::PROGRAM);
     let json = runner::log_path(&out_dir, model_name);
-    let mut logger =
-        runner::metric_logger(&json, settings.resume.is_some(), ddp.as_ref(), batch_size).map_err(
-            |e| RunError::input(format!("cannot create metric log {}: {e}", json.display())),
-        )?;
+    let parameters = parameter_count(built.module.var_store());
+    let mut logger = runner::metric_logger(
+        &json,
+        settings.resume.is_some(),
+        ddp.as_ref(),
+        batch_size,
+        parameters,
+    )
+    .map_err(|e| RunError::input(format!("cannot create metric log {}: {e}", json.display())))?;
     tracing::info!(
         "{model_name} on {} ({}), {}, precision {:?}; metrics to stdout and {}",
         device.spec(),

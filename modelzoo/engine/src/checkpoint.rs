@@ -13,6 +13,7 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use modelzoo_support::AtomicFile;
 use tch::Tensor;
 
 use crate::EngineError;
@@ -146,10 +147,7 @@ pub fn write(
         source,
     };
     std::fs::create_dir_all(dir).map_err(io)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)
-        .map_err(io)?;
+    let mut file = AtomicFile::with_temp_name(path, TEMP_PREFIX, "").map_err(io)?;
     let mut all: Vec<(String, Tensor)> = named
         .iter()
         .map(|(n, t)| (n.clone(), t.to_device(tch::Device::Cpu)))
@@ -162,7 +160,7 @@ pub fn write(
             dir.display()
         ),
     };
-    match serialise(&all, BufWriter::new(tmp.as_file_mut())) {
+    match serialise(&all, BufWriter::new(file.file_mut())) {
         Ok(()) => {}
         Err(SaveFailure::Write(e)) => return Err(failed(e)),
         Err(SaveFailure::Serialise(e)) => {
@@ -172,12 +170,7 @@ pub fn write(
             })
         }
     }
-    tmp.as_file().sync_all().map_err(failed)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    file.commit().map_err(failed)
 }
 
 /// Why [`serialise`] failed.

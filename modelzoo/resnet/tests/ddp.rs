@@ -112,8 +112,9 @@ fn two_workers_twenty_steps_end_bit_identical_and_rank0_alone_writes() {
     assert_eq!(losses.last().map(|l| l.0), Some(20), "{losses:?}");
     let json = std::fs::read_to_string(&log).unwrap();
     assert!(
-        json.contains(r#""step": "PARAMETER", "data": {"rank": 0, "batch_size": 4, "world_size": 2, "global_batch_size": 8}"#),
-        "global batch recorded in the log"
+        // parameters: torchvision's resnet18(num_classes=10) has 11,181,642.
+        json.contains(r#""step": "PARAMETER", "data": {"rank": 0, "batch_size": 4, "world_size": 2, "global_batch_size": 8, "parameters": 11181642}"#),
+        "global batch and model size recorded in the log"
     );
     let ckpts: Vec<_> = std::fs::read_dir(dir.path().join("checkpoints"))
         .unwrap()
