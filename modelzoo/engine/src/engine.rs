@@ -1,4 +1,4 @@
-//! The training loop: [`BasicModule`] (what a model provides) and [`Engine`] (what it gets).
+//! The training loop: [`Engine`], what a model gets for its [`BasicModule`].
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -7,115 +7,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tch::{nn::VarStore, Kind, Tensor};
+use tch::{Kind, Tensor};
 
 use crate::checkpoint::{self, Counters};
 use crate::data::BatchSource;
 use crate::device::TrainDevice;
 use crate::dist::{self, DataParallel};
 use crate::driver;
-use crate::optim::{Optimizer, OptimizerConfig};
+use crate::module::{BasicModule, MetricSink, StepInfo};
+use crate::optim::Optimizer;
 use crate::scaler::GradScaler;
 use crate::settings::{EngineSettings, Precision};
 use crate::EngineError;
-
-/// Sums over one validation batch, kept on the device so evaluation never syncs per batch.
-pub struct EvalOutput {
-    /// Sum of per-sample losses.
-    pub loss_sum: Tensor,
-    /// Named counts (e.g. `top1` / `top5` correct predictions).
-    pub counts: Vec<(&'static str, Tensor)>,
-    pub samples: usize,
-}
-
-/// Where a logged step stands.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StepInfo {
-    pub epoch: u64,
-    pub step: u64,
-    pub loss: f64,
-    pub lr: f64,
-    pub ips: f64,
-}
-
-/// The FleetX `BasicModule` contract: the model-specific parts of training.
-pub trait BasicModule {
-    /// What one step consumes (images + labels for ResNet, token windows for GPT); built on
-    /// the CPU by a [`BatchSource`], moved to the device by [`Self::pretreating_batch`].
-    type Batch;
-    /// The model's variables (built on the CPU; the engine moves them to the device).
-    fn var_store(&self) -> &VarStore;
-    fn var_store_mut(&mut self) -> &mut VarStore;
-    /// Prepare a CPU batch for the step: move it to the device, change its layout.
-    fn pretreating_batch(&mut self, batch: Self::Batch, device: &dyn TrainDevice) -> Self::Batch;
-    /// How many throughput items (`ips_unit`) a batch holds: images, or tokens.
-    fn items_in(&self, batch: &Self::Batch) -> usize;
-    /// Unit of `train.ips` in the log (`imgs/s`, `tokens/s`).
-    fn ips_unit(&self) -> &'static str;
-    /// Extra metrics for a logged training step (e.g. `train.mfu`), as (name, value); they are
-    /// declared through [`Self::train_metric_meta`].
-    fn train_metrics(&mut self, _info: &StepInfo) -> Vec<(String, f64)> {
-        Vec::new()
-    }
-    /// (name, unit, goal) of each extra training metric [`Self::train_metrics`] returns.
-    fn train_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)> {
-        Vec::new()
-    }
-    /// (name, unit, goal) of each evaluation metric besides `val.loss` that
-    /// [`Self::validation_epoch_end`] returns: a model declares its own (`val.top1`, `val.ppl`).
-    fn val_metric_meta(&self) -> Vec<(&'static str, &'static str, &'static str)>;
-    /// Forward pass in training mode; returns the scalar mean loss of the batch.
-    fn training_step(&mut self, batch: &Self::Batch) -> Tensor;
-    /// Called after each logged optimizer step.
-    fn training_step_end(&mut self, _info: &StepInfo) {}
-    /// Called when an epoch's batches are exhausted.
-    fn training_epoch_end(&mut self, _epoch: u64) {}
-    /// Forward pass in evaluation mode (no grad).
-    fn validation_step(&mut self, batch: &Self::Batch) -> EvalOutput;
-    /// Called after each validation batch.
-    fn validation_step_end(&mut self, _out: &EvalOutput) {}
-    /// Turn the summed outputs into metrics: default `val.loss` = mean loss and `val.<count>` =
-    /// count / samples × 100.
-    fn validation_epoch_end(
-        &mut self,
-        loss_sum: f64,
-        counts: &[(&'static str, f64)],
-        samples: usize,
-    ) -> Vec<(String, f64)> {
-        let n = samples.max(1) as f64;
-        let mut m = vec![("val.loss".to_string(), loss_sum / n)];
-        m.extend(
-            counts
-                .iter()
-                .map(|(k, v)| (format!("val.{k}"), v / n * 100.0)),
-        );
-        m
-    }
-    /// Inference on a batch (eval mode, no grad): returns predictions.
-    fn test_step(&mut self, batch: &Self::Batch) -> Tensor;
-    /// Called after each prediction batch.
-    fn test_step_end(&mut self, _out: &Tensor) {}
-    /// Optimizer and schedule, given the run's length.
-    fn configure_optimizers(&self, steps_per_epoch: u64, total_steps: u64) -> OptimizerConfig;
-    /// What the model states about itself in the `FINISHED` driver event (see
-    /// [`crate::driver`]), e.g. `flops_per_item` for MFU.
-    fn driver_facts(&self) -> Vec<(&'static str, f64)> {
-        Vec::new()
-    }
-}
-
-/// Where metrics go (the run's dllogger in `run_<model>`; any collector in tests).
-pub trait MetricSink {
-    /// Declare a metric once before it is logged (unit, goal MINIMIZE/MAXIMIZE, stage).
-    fn metadata(&mut self, name: &str, unit: &str, goal: &str, stage: &str);
-    /// One line of metrics at (epoch, iteration).
-    fn log(&mut self, epoch: u64, iteration: u64, metrics: &[(&str, f64)]);
-    /// A FlagPerf driver event (`INIT_START` ... `FINISHED`, see [`crate::driver`]).
-    fn event(&mut self, _name: &str, _fields: &[(&str, f64)]) {}
-    /// A message the run's log must carry besides the metrics (a resume that changes the
-    /// schedule, a checkpoint passed over); also sent to `tracing` by the engine.
-    fn info(&mut self, _text: &str) {}
-}
 
 /// How `fit` ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,6 +63,36 @@ pub struct Engine<'d, M: BasicModule> {
     ddp: Option<DataParallel>,
     /// Optimizer steps of the schedule `fit` runs (saved with checkpoints).
     total_steps: Option<u64>,
+}
+
+/// What `fit` works toward, fixed before its first step.
+struct FitPlan {
+    /// Micro-batches per optimizer step.
+    accumulate: u64,
+    steps_per_epoch: u64,
+    /// Optimizer steps of the whole run (the schedule's length).
+    total: u64,
+    /// The step the run starts from (0, or the resumed checkpoint's).
+    start_step: u64,
+    rank: u64,
+}
+
+/// The steps since the last log line: their losses (on the device until logged), the items
+/// they trained on and when the window started.
+struct LogWindow {
+    losses: Vec<Tensor>,
+    items: usize,
+    start: Instant,
+}
+
+impl LogWindow {
+    fn new() -> LogWindow {
+        LogWindow {
+            losses: Vec::new(),
+            items: 0,
+            start: Instant::now(),
+        }
+    }
 }
 
 /// What [`Engine::restore`] read.
@@ -274,19 +207,114 @@ impl<'d, M: BasicModule> Engine<'d, M> {
     }
 
     /// Train on `train` (validating on `val`) per the settings; resumes first when
-    /// `settings.resume` is set.
+    /// `settings.resume` is set. Each optimizer step is [`Self::begin_step`], one
+    /// [`Self::micro_step`] per micro-batch and the optimizer; then, when due, the log line
+    /// ([`Self::log_step`]), a checkpoint and an evaluation.
     pub fn fit(
         &mut self,
         train: &dyn BatchSource<M::Batch>,
         val: Option<&dyn BatchSource<M::Batch>>,
     ) -> Result<FitSummary, EngineError> {
+        let plan = self.start_fit(train)?;
         let s = self.settings.clone();
-        let accum = s.accumulate_steps.max(1);
-        let steps_per_epoch = train.batches_per_epoch() as u64 / accum;
+        let (accum, total) = (plan.accumulate, plan.total);
+        self.declare_metrics();
+        let bar = progress_bar(s.progress, total, self.counters.step);
+        let timeline = driver::Timeline::start(&mut *self.sink);
+        let mut summary = FitSummary {
+            steps: self.counters.step,
+            epochs_done: self.counters.epoch,
+            interrupted: false,
+            last_eval: Vec::new(),
+            last_checkpoint: None,
+            skipped_samples: 0,
+        };
+        let mut window = LogWindow::new();
+        let mut dumping = None;
+        'epochs: while self.counters.epoch < s.num_train_epochs && self.counters.step < total {
+            let epoch = self.counters.epoch;
+            let batches_this_epoch = (plan.steps_per_epoch * accum) as usize;
+            let skip = self.counters.batch_in_epoch as usize;
+            let mut micro = 0u64;
+            let mut step_loss: Option<Tensor> = None;
+            for batch in timeline
+                .batches(train.epoch_batches(epoch, skip))
+                .take(batches_this_epoch.saturating_sub(skip))
+            {
+                let batch = batch.map_err(EngineError::Data)?;
+                if micro == 0 {
+                    dumping = self.begin_step(plan.rank)?;
+                }
+                let items = self.module.items_in(&batch);
+                window.items += items;
+                timeline.add_items(items);
+                let loss = self.micro_step(batch, micro + 1 == accum, accum)?;
+                step_loss = Some(match step_loss {
+                    Some(acc) => acc + loss,
+                    None => loss,
+                });
+                self.counters.batch_in_epoch += 1;
+                micro += 1;
+                if micro < accum {
+                    continue;
+                }
+                micro = 0;
+                dumping.take().map(crate::dump::StepDump::end).transpose()?;
+                let lr = self.optimizer_step(total)?;
+                self.counters.step += 1;
+                let step = self.counters.step;
+                if let Some(l) = step_loss.take() {
+                    window
+                        .losses
+                        .push(if accum > 1 { l / accum as f64 } else { l });
+                }
+                bar.inc(1);
+                let last = step >= total;
+                if step.is_multiple_of(s.logging_freq) || last {
+                    self.log_step(epoch, lr, &mut window, &bar)?;
+                }
+                let stop = self.stop_agreed()?;
+                if s.save_steps.is_some_and(|n| step.is_multiple_of(n)) || stop {
+                    self.check_finite(&window.losses, step)?;
+                    summary.last_checkpoint = Some(self.save_checkpoint()?);
+                }
+                if let (Some(val), Some(f), true) = (val, s.eval_freq, self.is_main()) {
+                    if step.is_multiple_of(f) && !last {
+                        summary.last_eval = timeline.eval(|| self.evaluate(val))?;
+                        window.start = Instant::now();
+                    }
+                }
+                if stop {
+                    tracing::warn!("interrupted: saved step {step}, stopping");
+                    summary.interrupted = true;
+                    break 'epochs;
+                }
+                if last {
+                    break;
+                }
+            }
+            self.end_epoch(epoch, batches_this_epoch, total);
+            if self.counters.step < total {
+                if let (Some(val), None, true) = (val, s.eval_freq, self.is_main()) {
+                    summary.last_eval = timeline.eval(|| self.evaluate(val))?;
+                }
+                window.start = Instant::now();
+            }
+        }
+        bar.finish_and_clear();
+        self.finish_fit(train, val, &plan, &timeline, &window, summary)
+    }
+
+    /// Everything before the first step: the run's length, the checkpoint directory's checks,
+    /// the optimizer, resuming, joining the data-parallel group and the dump's checks.
+    fn start_fit(&mut self, train: &dyn BatchSource<M::Batch>) -> Result<FitPlan, EngineError> {
+        let s = self.settings.clone();
+        let accumulate = s.accumulate_steps.max(1);
+        let steps_per_epoch = train.batches_per_epoch() as u64 / accumulate;
         if steps_per_epoch == 0 {
             return Err(EngineError::NoData {
                 batches: train.batches_per_epoch(),
-                accumulate: accum,
+                accumulate,
             });
         }
         let mut total = steps_per_epoch * s.num_train_epochs;
@@ -327,188 +355,160 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         }
         let rank = self.ddp.as_ref().map_or(0, |d| d.world.rank as u64);
         crate::dump::check(&s.dump, rank as u32, start_step, total)?;
-        let mut dumping = None;
-        self.declare_metrics();
-        let bar = progress_bar(s.progress, total, self.counters.step);
-        let timeline = driver::Timeline::start(&mut *self.sink);
-        let mut summary = FitSummary {
-            steps: self.counters.step,
-            epochs_done: self.counters.epoch,
-            interrupted: false,
-            last_eval: Vec::new(),
-            last_checkpoint: None,
-            skipped_samples: 0,
-        };
-        let mut window: Vec<Tensor> = Vec::new();
-        let mut window_samples = 0usize;
-        let mut window_start = Instant::now();
-        let mut lr = 0.0;
-        'epochs: while self.counters.epoch < s.num_train_epochs && self.counters.step < total {
-            let epoch = self.counters.epoch;
-            let batches_this_epoch = (steps_per_epoch * accum) as usize;
-            let skip = self.counters.batch_in_epoch as usize;
-            let mut micro = 0u64;
-            let mut step_loss: Option<Tensor> = None;
-            for batch in timeline
-                .batches(train.epoch_batches(epoch, skip))
-                .take(batches_this_epoch.saturating_sub(skip))
-            {
-                let batch = batch.map_err(EngineError::Data)?;
-                if micro == 0 {
-                    // Each rank draws its own dropout / random-op stream.
-                    self.device.manual_seed(
-                        s.seed
-                            .wrapping_add(self.counters.step.wrapping_mul(1_000_003))
-                            .wrapping_add(rank.wrapping_mul(0x9E37_79B9)),
-                    );
-                    let (step, dev) = (self.counters.step + 1, self.device);
-                    dumping =
-                        crate::dump::begin_if_due(&s.dump, step, rank as u32, dev, &self.all_vars)?;
-                }
-                // Gradients are averaged over the ranks on the last micro-batch of a step.
-                let sync = micro + 1 == accum;
-                if let (Some(ddp), true) = (self.ddp.as_mut(), sync) {
-                    ddp.before_forward()?;
-                }
-                let batch = self.module.pretreating_batch(batch, self.device);
-                let items = self.module.items_in(&batch);
-                window_samples += items;
-                timeline.add_items(items);
-                let (amp, dtype) = match s.precision {
-                    Precision::Fp32 => (false, Kind::Float),
-                    Precision::Amp { dtype, .. } => (true, dtype),
-                };
-                let module = &mut self.module;
-                let loss = self
-                    .device
-                    .autocast_with(amp, dtype, &mut || module.training_step(&batch));
-                let loss = crate::dump::at_least_f32(&loss);
-                if let (Some(ddp), true) = (self.ddp.as_mut(), sync) {
-                    ddp.before_backward()?;
-                }
-                let scaled = if accum > 1 {
-                    &loss / accum as f64
-                } else {
-                    loss.shallow_clone()
-                };
-                match &self.scaler {
-                    Some(sc) => sc.scale_loss(&scaled).backward(),
-                    None => scaled.backward(),
-                }
-                let l = loss.detach();
-                step_loss = Some(match step_loss {
-                    Some(acc) => acc + l,
-                    None => l,
-                });
-                self.counters.batch_in_epoch += 1;
-                micro += 1;
-                if micro < accum {
-                    continue;
-                }
-                micro = 0;
-                dumping.take().map(crate::dump::StepDump::end).transpose()?;
-                lr = self.optimizer_step(total)?;
-                self.counters.step += 1;
-                let step = self.counters.step;
-                if let Some(l) = step_loss.take() {
-                    window.push(if accum > 1 { l / accum as f64 } else { l });
-                }
-                bar.inc(1);
-                let last = step >= total;
-                if step.is_multiple_of(s.logging_freq) || last {
-                    self.check_finite(&window, step)?;
-                    self.device.synchronize();
-                    let secs = window_start.elapsed().as_secs_f64().max(1e-9);
-                    let loss = window
-                        .last()
-                        .map(|t| t.double_value(&[]))
-                        .unwrap_or(f64::NAN);
-                    let (loss, ips) = self.job_wide(loss, window_samples as f64 / secs)?;
-                    let info = StepInfo {
-                        epoch,
-                        step,
-                        loss,
-                        lr,
-                        ips,
-                    };
-                    let extra = self.module.train_metrics(&info);
-                    let mut line: Vec<(&str, f64)> = vec![
-                        ("rank", s.rank as f64),
-                        ("train.loss", loss),
-                        ("train.ips", ips),
-                        ("train.lr", lr),
-                    ];
-                    line.extend(extra.iter().map(|(k, v)| (k.as_str(), *v)));
-                    self.sink.log(epoch, step, &line);
-                    bar.set_message(format!(
-                        "loss {loss:.4} {ips:.1} {}",
-                        self.module.ips_unit()
-                    ));
-                    self.module.training_step_end(&info);
-                    window.clear();
-                    window_samples = 0;
-                    window_start = Instant::now();
-                }
-                let stop = self.stop_agreed()?;
-                if s.save_steps.is_some_and(|n| step.is_multiple_of(n)) || stop {
-                    self.check_finite(&window, step)?;
-                    summary.last_checkpoint = Some(self.save_checkpoint()?);
-                }
-                if let (Some(val), Some(f), true) = (val, s.eval_freq, self.is_main()) {
-                    if step.is_multiple_of(f) && !last {
-                        summary.last_eval = timeline.eval(|| self.evaluate(val))?;
-                        window_start = Instant::now();
-                    }
-                }
-                if stop {
-                    tracing::warn!("interrupted: saved step {step}, stopping");
-                    summary.interrupted = true;
-                    break 'epochs;
-                }
-                if last {
-                    break;
-                }
-            }
-            let _ = self.opt.as_mut().map(Optimizer::zero_grad);
-            if self.counters.batch_in_epoch as usize >= batches_this_epoch {
-                self.module.training_epoch_end(epoch);
-                self.counters.epoch += 1;
-                self.counters.batch_in_epoch = 0;
-            } else if self.counters.step < total {
-                // The loader ran dry early: every sample of the rest failed to load.
-                self.counters.epoch += 1;
-                self.counters.batch_in_epoch = 0;
-            }
-            if self.counters.step < total {
-                if let (Some(val), None, true) = (val, s.eval_freq, self.is_main()) {
-                    summary.last_eval = timeline.eval(|| self.evaluate(val))?;
-                }
-                window_start = Instant::now();
-            }
+        Ok(FitPlan {
+            accumulate,
+            steps_per_epoch,
+            total,
+            start_step,
+            rank,
+        })
+    }
+
+    /// The start of an optimizer step: reseed the random ops from (seed, step, rank), so a
+    /// resumed run draws what the uninterrupted one did and each rank its own dropout; and
+    /// start the step's dump when it is the one asked for.
+    fn begin_step(&mut self, rank: u64) -> Result<Option<crate::dump::StepDump>, EngineError> {
+        let s = &self.settings;
+        let step = self.counters.step;
+        self.device.manual_seed(
+            s.seed
+                .wrapping_add(step.wrapping_mul(1_000_003))
+                .wrapping_add(rank.wrapping_mul(0x9E37_79B9)),
+        );
+        crate::dump::begin_if_due(&s.dump, step + 1, rank as u32, self.device, &self.all_vars)
+    }
+
+    /// One micro-batch: to the device, forward (under autocast with AMP), backward of the loss
+    /// divided over the `accum` micro-batches of the step (and scaled for fp16). `sync` marks
+    /// the step's last micro-batch, where data parallel averages the gradients. Returns the
+    /// loss, detached (read from the device only when it is logged).
+    fn micro_step(
+        &mut self,
+        batch: M::Batch,
+        sync: bool,
+        accum: u64,
+    ) -> Result<Tensor, EngineError> {
+        if let (Some(ddp), true) = (self.ddp.as_mut(), sync) {
+            ddp.before_forward()?;
         }
-        bar.finish_and_clear();
-        if !summary.interrupted && self.counters.step == start_step {
+        let batch = self.module.pretreating_batch(batch, self.device);
+        let (amp, dtype) = match self.settings.precision {
+            Precision::Fp32 => (false, Kind::Float),
+            Precision::Amp { dtype, .. } => (true, dtype),
+        };
+        let module = &mut self.module;
+        let loss = self
+            .device
+            .autocast_with(amp, dtype, &mut || module.training_step(&batch));
+        let loss = crate::dump::at_least_f32(&loss);
+        if let (Some(ddp), true) = (self.ddp.as_mut(), sync) {
+            ddp.before_backward()?;
+        }
+        let scaled = if accum > 1 {
+            &loss / accum as f64
+        } else {
+            loss.shallow_clone()
+        };
+        match &self.scaler {
+            Some(sc) => sc.scale_loss(&scaled).backward(),
+            None => scaled.backward(),
+        }
+        Ok(loss.detach())
+    }
+
+    /// The log line of the step just taken: its loss (the window's losses checked finite
+    /// first), the window's throughput, the learning rate and the module's own metrics, all
+    /// job-wide under data parallel. Starts a new window.
+    fn log_step(
+        &mut self,
+        epoch: u64,
+        lr: f64,
+        window: &mut LogWindow,
+        bar: &ProgressBar,
+    ) -> Result<(), EngineError> {
+        let step = self.counters.step;
+        self.check_finite(&window.losses, step)?;
+        self.device.synchronize();
+        let secs = window.start.elapsed().as_secs_f64().max(1e-9);
+        let loss = window
+            .losses
+            .last()
+            .map(|t| t.double_value(&[]))
+            .unwrap_or(f64::NAN);
+        let (loss, ips) = self.job_wide(loss, window.items as f64 / secs)?;
+        let info = StepInfo {
+            epoch,
+            step,
+            loss,
+            lr,
+            ips,
+        };
+        let extra = self.module.train_metrics(&info);
+        let mut line: Vec<(&str, f64)> = vec![
+            ("rank", self.settings.rank as f64),
+            ("train.loss", loss),
+            ("train.ips", ips),
+            ("train.lr", lr),
+        ];
+        line.extend(extra.iter().map(|(k, v)| (k.as_str(), *v)));
+        self.sink.log(epoch, step, &line);
+        bar.set_message(format!(
+            "loss {loss:.4} {ips:.1} {}",
+            self.module.ips_unit()
+        ));
+        self.module.training_step_end(&info);
+        *window = LogWindow::new();
+        Ok(())
+    }
+
+    /// After an epoch's batches: the next epoch starts when this one was whole, or when the
+    /// loader ran dry early (every sample of the rest failed to load) before the last step.
+    fn end_epoch(&mut self, epoch: u64, batches_this_epoch: usize, total: u64) {
+        let _ = self.opt.as_mut().map(Optimizer::zero_grad);
+        let whole = self.counters.batch_in_epoch as usize >= batches_this_epoch;
+        if whole {
+            self.module.training_epoch_end(epoch);
+        }
+        if whole || self.counters.step < total {
+            self.counters.epoch += 1;
+            self.counters.batch_in_epoch = 0;
+        }
+    }
+
+    /// The end of a run that trained: the last checkpoint and evaluation, the driver's
+    /// `FINISHED` event, and under data parallel each rank's parameters fingerprint.
+    fn finish_fit(
+        &mut self,
+        train: &dyn BatchSource<M::Batch>,
+        val: Option<&dyn BatchSource<M::Batch>>,
+        plan: &FitPlan,
+        timeline: &driver::Timeline,
+        window: &LogWindow,
+        mut summary: FitSummary,
+    ) -> Result<FitSummary, EngineError> {
+        if !summary.interrupted && self.counters.step == plan.start_step {
             // Never "done" for nothing: no step means every batch failed to load, or the
             // resumed run had already reached its last step.
             return Err(EngineError::NothingTrained {
                 step: self.counters.step,
-                total,
+                total: plan.total,
                 skipped: train.skipped(),
                 first_skip: train.first_skip(),
             });
         }
         if !summary.interrupted {
-            self.check_finite(&window, self.counters.step)?;
+            self.check_finite(&window.losses, self.counters.step)?;
             if summary.last_checkpoint.as_ref()
-                != Some(&checkpoint::path_for(&s.ckpt_dir, self.counters.step))
+                != Some(&checkpoint::path_for(
+                    &self.settings.ckpt_dir,
+                    self.counters.step,
+                ))
             {
                 summary.last_checkpoint = Some(self.save_checkpoint()?);
             }
             if let (Some(val), true) = (val, self.is_main()) {
                 summary.last_eval = timeline.eval(|| self.evaluate(val))?;
             }
-        }
-        if !summary.interrupted {
             let world = self.ddp.as_ref().map_or(1, |d| d.world.world_size);
             let facts = driver::Facts::of_run(world, self.counters.step, &self.all_vars);
             let facts = driver::Facts {
@@ -536,7 +536,6 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         summary.steps = self.counters.step;
         summary.epochs_done = self.counters.epoch;
         summary.skipped_samples = train.skipped();
-        let _ = lr;
         Ok(summary)
     }
 

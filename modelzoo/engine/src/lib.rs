@@ -12,6 +12,7 @@ pub mod driver;
 pub mod dump;
 mod engine;
 pub mod launch;
+mod module;
 pub mod optim;
 pub mod rng;
 pub mod runner;
@@ -22,9 +23,8 @@ pub use data::{BatchError, BatchSource};
 pub use device::TrainDevice;
 pub use dist::{DataParallel, WorldInfo};
 pub use dump::{at_least_f32, DumpLevel, DumpSettings, Fp64Device};
-pub use engine::{
-    install_signal_handlers, BasicModule, Engine, EvalOutput, FitSummary, MetricSink, StepInfo,
-};
+pub use engine::{install_signal_handlers, Engine, FitSummary};
+pub use module::{BasicModule, EvalOutput, MetricSink, StepInfo};
 pub use optim::{Algorithm, Optimizer, OptimizerConfig, Schedule};
 pub use settings::{EngineSettings, Precision};
 
