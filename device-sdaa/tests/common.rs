@@ -1,18 +1,6 @@
 //! Shared by the emulator tests: where `make build` puts the SDAA emulator.
 
-use std::path::PathBuf;
-
-/// `<repo>/target/sdaa-emulator`, panicking with what to run when it was not built.
-pub fn emulator_home() -> PathBuf {
-    let home = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/sdaa-emulator");
-    let plugin = home.join("lib64/libtorch_sdaa.so");
-    assert!(
-        plugin.is_file(),
-        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
-        plugin.display()
-    );
-    home.canonicalize().unwrap_or(home)
-}
+pub use modelzoo_testkit::emulator_home;
 
 /// Point this test process at the emulator (every test of a file sets the same value).
 #[allow(dead_code)]

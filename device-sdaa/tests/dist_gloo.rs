@@ -6,16 +6,10 @@ use std::time::Duration;
 
 use device_sdaa::dist::{DistError, ProcessGroup, ReduceOp, Reducer, Store};
 use device_sdaa::Device;
+use modelzoo_testkit::free_port;
 use tch::{nn, nn::Module, Kind, Tensor};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// Run `test` of this binary as `world` ranks with RANK/WORLD_SIZE/MASTER_PORT set; returns
 /// each rank's stdout.

@@ -8,16 +8,10 @@ use std::time::Duration;
 
 use device_sdaa::dist::{DistError, ProcessGroup, ReduceOp, Reducer, Store};
 use device_sdaa::{cuda, nccl, Device, DeviceKind};
+use modelzoo_testkit::free_port;
 use tch::{Kind, Tensor};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 fn maps() -> String {
     std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps")

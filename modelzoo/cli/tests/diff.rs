@@ -19,9 +19,7 @@ fn python(args: &[&str]) -> Output {
 
 fn python_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     let root = root();
-    let py = root.join(".venv/bin/python");
-    assert!(py.is_file(), "{} missing: run `make setup`", py.display());
-    let out = Command::new(py)
+    let out = Command::new(modelzoo_testkit::venv_python())
         .args(["-W", "ignore"])
         .args(args)
         .env(

@@ -2,19 +2,10 @@
 //! row filled, N/A rows and exit 0 without SDAA, `--json`, and exit 2 with a clear message for
 //! each SDAA fault of `--device sdaa` (libraries, symbol, plugin) and for a missing CUDA GPU.
 
+use modelzoo_testkit::emulator_home;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn emulator_home() -> PathBuf {
-    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
-    assert!(
-        home.join("lib64/libtorch_sdaa.so").is_file(),
-        "SDAA emulator not built under {}: run `make build` (or scripts/build-emulator.sh) first",
-        home.display()
-    );
-    home.canonicalize().unwrap()
-}
 
 /// Run `modelzoo env ARGS` with SDAA_HOME set (or not) and no other SDAA variables.
 fn env_cmd(sdaa_home: Option<&Path>, args: &[&str]) -> Output {

@@ -7,6 +7,7 @@
 //! 20 steps stay well inside 1e-5 (seen: ≤ 1e-6), while reading other samples (a sharding
 //! bug) changes the loss by 1e-2 or more.
 
+use modelzoo_testkit::free_port;
 use std::path::Path;
 use std::process::Command;
 
@@ -17,13 +18,6 @@ fn tiny() -> String {
         .join("configs/gpt_tiny.yaml")
         .display()
         .to_string()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 /// Rank 0's logged `train.loss` per step.
@@ -43,18 +37,7 @@ fn losses(out: &Path, extra: &[&str]) -> Vec<f64> {
         "{stdout}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    stdout
-        .lines()
-        .filter(|l| l.contains("rank : 0  train.loss : "))
-        .filter_map(|l| {
-            l.split("train.loss : ")
-                .nth(1)?
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .collect()
+    modelzoo_testkit::rank0_losses(&stdout)
 }
 
 #[test]

@@ -142,13 +142,7 @@ fn bad_generate_requests_are_clear_errors() {
 /// emulator's device checks.
 #[test]
 fn generate_on_the_sdaa_emulator_equals_the_cpu_text() {
-    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
-    let plugin = home.join("lib64/libtorch_sdaa.so");
-    assert!(
-        plugin.is_file(),
-        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
-        plugin.display()
-    );
+    let home = modelzoo_testkit::emulator_home();
     let home = home.canonicalize().unwrap_or(home);
     let cfg = GptConfig::load(Some(&tiny_path()), &[]).unwrap();
     tch::manual_seed(11);

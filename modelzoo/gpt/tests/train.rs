@@ -39,11 +39,7 @@ fn text(o: &Output) -> String {
 
 /// (iteration, value) of `metric` in the run's dllogger JSON log.
 fn series(out: &Path, metric: &str) -> Vec<(u64, f64)> {
-    let log = out.join("gpt_log.json");
-    dllogger::open(&log)
-        .unwrap_or_else(|e| panic!("{}: {e}", log.display()))
-        .filter_map(|r| r.get(metric).map(|v| (r.iteration.unwrap_or(0), v)))
-        .collect()
+    modelzoo_testkit::series(&out.join("gpt_log.json"), metric)
 }
 
 /// Cross entropy (nats) of the corpus' byte unigram distribution: the loss of a model that
@@ -327,13 +323,7 @@ fn empty_truncated_configs_impossible_sizes_and_bad_ranges_exit_2_up_front() {
 
 #[test]
 fn tiny_config_runs_on_the_sdaa_emulator_and_its_log_parses() {
-    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
-    let plugin = home.join("lib64/libtorch_sdaa.so");
-    assert!(
-        plugin.is_file(),
-        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
-        plugin.display()
-    );
+    let home = modelzoo_testkit::emulator_home();
     let home = home.canonicalize().unwrap_or(home);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");

@@ -43,26 +43,9 @@ pub fn text(o: &Output) -> String {
     )
 }
 
-/// (iteration, value) of `metric` in a dllogger log, in file order.
-pub fn series(log: &Path, metric: &str) -> Vec<(u64, f64)> {
-    dllogger::open(log)
-        .unwrap_or_else(|e| panic!("{}: {e}", log.display()))
-        .filter_map(|r| r.get(metric).map(|v| (r.iteration.unwrap_or(0), v)))
-        .collect()
-}
+#[allow(unused_imports)] // each test binary uses its own part of this module
+pub use modelzoo_testkit::{emulator_home, series};
 
 pub fn log_of(out: &Path, model: &str) -> PathBuf {
     out.join(format!("{model}_log.json"))
-}
-
-/// The SDAA emulator install (target/sdaa-emulator, built by `make build`).
-pub fn emulator_home() -> PathBuf {
-    let home = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
-    let plugin = home.join("lib64/libtorch_sdaa.so");
-    assert!(
-        plugin.is_file(),
-        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
-        plugin.display()
-    );
-    home.canonicalize().unwrap_or(home)
 }

@@ -4,16 +4,10 @@
 mod common;
 
 use common::{emulator_home, log_of, series, small, BIN};
+use modelzoo_testkit::free_port;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// A quick resnet18 job: `steps` steps of batch 4 at 32 px on 128 synthetic samples.
 /// (`--epoch 1000`: the step count, not the epochs, ends it.)
@@ -511,18 +505,7 @@ fn losses(out: &Path, extra: &[&str]) -> Vec<f64> {
     args.extend(extra.iter().map(|s| s.to_string()));
     let (o, text) = output(&mut command(&args));
     assert!(o.status.success(), "{text}");
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| l.contains("rank : 0  train.loss : "))
-        .filter_map(|l| {
-            l.split("train.loss : ")
-                .nth(1)?
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .collect()
+    modelzoo_testkit::rank0_losses(&String::from_utf8_lossy(&o.stdout))
 }
 
 /// BatchNorm is per process unless --sync_bn: with it, 2 workers × batch 4 follow 1 worker ×

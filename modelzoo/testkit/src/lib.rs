@@ -1,0 +1,93 @@
+//! What the workspace's integration tests share, one copy: a free TCP port for a
+//! data-parallel job, the SDAA emulator and the venv's Python that `make` sets up, and the
+//! losses a run logged. A dev-dependency only: no `run_<model>` links it.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The repository root (this crate lives in `modelzoo/testkit`).
+pub fn workspace_root() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap_or(root)
+}
+
+/// A TCP port free right now on the loopback, for a job's `--master_port`.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
+}
+
+/// The SDAA emulator install (`target/sdaa-emulator`, built by `make build`), panicking with
+/// what to run when it was not built.
+pub fn emulator_home() -> PathBuf {
+    let home = workspace_root().join("target/sdaa-emulator");
+    let plugin = home.join("lib64/libtorch_sdaa.so");
+    assert!(
+        plugin.is_file(),
+        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
+        plugin.display()
+    );
+    home
+}
+
+/// The Python of the project's `.venv` (torch and the reference implementations, installed by
+/// scripts/setup.sh), panicking with what to run when it is missing.
+pub fn venv_python() -> PathBuf {
+    let py = workspace_root().join(".venv/bin/python");
+    assert!(
+        py.is_file(),
+        "{} is missing: run `make setup` first",
+        py.display()
+    );
+    py
+}
+
+/// A finished process's status, stdout and stderr, for assertion messages.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// (iteration, value) of `metric` in a dllogger JSON log, in file order.
+pub fn series(log: &Path, metric: &str) -> Vec<(u64, f64)> {
+    dllogger::open(log)
+        .unwrap_or_else(|e| panic!("{}: {e}", log.display()))
+        .filter_map(|r| r.get(metric).map(|v| (r.iteration.unwrap_or(0), v)))
+        .collect()
+}
+
+/// Rank 0's `train.loss` per logged step, from a run's stdout (every rank prints its lines
+/// there; only rank 0 writes the JSON log).
+pub fn rank0_losses(stdout: &str) -> Vec<f64> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once("rank : 0  train.loss : "))
+        .filter_map(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank0_losses_reads_rank_0_lines_only() {
+        let stdout =
+            "TCAPPDLL 1 Epoch: 0 Iteration: 1  rank : 0  train.loss : 2.5  train.ips : 3\n\
+                      TCAPPDLL 1 Epoch: 0 Iteration: 1  rank : 1  train.loss : 9.0  train.ips : 3\n\
+                      TCAPPDLL 1 Epoch: 0 Iteration: 2  rank : 0  train.loss : 2.25\n";
+        assert_eq!(rank0_losses(stdout), [2.5, 2.25]);
+    }
+
+    #[test]
+    fn free_ports_are_bindable() {
+        let port = free_port();
+        assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+    }
+}
