@@ -91,6 +91,6 @@ fn position_embeddings_follow_the_image_size() {
         vs.variables()["encoder.pos_embedding"].size(),
         [1, 577, 768]
     );
-    let e = ViT::new(&vs.root() / "x", Variant::ViTB16, 200, 10).unwrap_err();
+    let e = ViT::new(&(vs.root() / "x"), Variant::ViTB16, 200, 10).unwrap_err();
     assert!(e.to_string().contains("not a multiple"), "{e}");
 }

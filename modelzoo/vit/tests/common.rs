@@ -33,6 +33,16 @@ pub fn with(mut base: Vec<String>, extra: &[&str]) -> Vec<String> {
     base
 }
 
+/// `args` with the value of `--name` replaced by `value`.
+pub fn set(mut args: Vec<String>, name: &str, value: &str) -> Vec<String> {
+    let i = args
+        .iter()
+        .position(|a| a == name)
+        .unwrap_or_else(|| panic!("{name} not in {args:?}"));
+    args[i + 1] = value.to_string();
+    args
+}
+
 pub fn run(args: &[String]) -> Output {
     Command::new(BIN)
         .args(args)

@@ -50,6 +50,7 @@ fn vit_b_16_logits_match_torchvision_within_1e_5() {
     ]);
     assert!(out.contains("\"parameters\": 86567656"), "{out}");
     let d = max_diff(dir.path(), Variant::ViTB16, 224, 1000);
+    eprintln!("vit_b_16: max |logits - torchvision's| = {d:e}");
     assert!(d <= TOLERANCE, "vit_b_16: max |diff| {d:e} > {TOLERANCE:e}");
 }
 
@@ -69,6 +70,7 @@ fn vit_tiny_logits_match_torchvision_within_1e_5() {
     ];
     reference(&args);
     let d = max_diff(dir.path(), Variant::ViTTiny, 32, 10);
+    eprintln!("vit_tiny: max |logits - torchvision's| = {d:e}");
     assert!(d <= TOLERANCE, "vit_tiny: max |diff| {d:e} > {TOLERANCE:e}");
 }
 
