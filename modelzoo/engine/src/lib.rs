@@ -30,6 +30,15 @@ pub use settings::{EngineSettings, Precision};
 
 use std::path::PathBuf;
 
+/// Number of trainable parameters in `vs`: what a model's reference (torchvision's
+/// `sum(p.numel() for p in model.parameters())`) is checked against, shared by every model.
+pub fn parameter_count(vs: &tch::nn::VarStore) -> i64 {
+    vs.trainable_variables()
+        .iter()
+        .map(|t| t.numel() as i64)
+        .sum()
+}
+
 /// Why training or evaluation stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

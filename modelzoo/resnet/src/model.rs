@@ -311,13 +311,8 @@ impl ModuleT for ResNet {
     }
 }
 
-/// Number of trainable parameters in `vs`.
-pub fn parameter_count(vs: &nn::VarStore) -> i64 {
-    vs.trainable_variables()
-        .iter()
-        .map(|t| t.numel() as i64)
-        .sum()
-}
+/// Number of trainable parameters in `vs` (shared with every model: the engine's).
+pub use modelzoo_engine::parameter_count;
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@
 use modelzoo_engine::{Algorithm, BasicModule, EvalOutput, OptimizerConfig, Schedule, TrainDevice};
 use modelzoo_vision::ImageBatch;
 use tch::nn::{self, ModuleT};
-use tch::{Kind, Reduction, Tensor};
+use tch::{Reduction, Tensor};
 
 use crate::model::{ResNet, Variant};
 
@@ -104,22 +104,8 @@ impl BasicModule for ResNetModule {
         )
     }
     fn validation_step(&mut self, batch: &ImageBatch) -> EvalOutput {
-        let logits = self
-            .net
-            .forward_t(&batch.images, false)
-            .to_kind(Kind::Float);
-        let loss_sum =
-            logits.cross_entropy_loss::<Tensor>(&batch.labels, None, Reduction::Sum, -100, 0.0);
-        let k = self.num_classes.min(5);
-        let (_, top) = logits.topk(k, 1, true, true);
-        let hit = top.eq_tensor(&batch.labels.unsqueeze(1));
-        let top1 = hit.narrow(1, 0, 1).sum(Kind::Int64);
-        let top5 = hit.sum(Kind::Int64);
-        EvalOutput {
-            loss_sum,
-            counts: vec![("top1", top1), ("top5", top5)],
-            samples: batch.len(),
-        }
+        let logits = self.net.forward_t(&batch.images, false);
+        modelzoo_vision::classification_eval(&logits, &batch.labels, self.num_classes)
     }
     fn test_step(&mut self, batch: &ImageBatch) -> Tensor {
         self.net.forward_t(&batch.images, false).argmax(1, false)

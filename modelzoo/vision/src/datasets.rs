@@ -42,6 +42,12 @@ pub enum DataError {
         found: usize,
         num_classes: usize,
     },
+    #[error("the training set has {samples} samples, fewer than one batch of {batch_size} for each of {world} rank(s); lower --batch_size")]
+    FewerThanOneBatch {
+        samples: usize,
+        batch_size: usize,
+        world: usize,
+    },
     #[error("{path}: {len} bytes is not a whole number of 3073-byte CIFAR-10 records")]
     CifarSize { path: PathBuf, len: u64 },
     #[error("{path}: label {label} at record {record} is not a CIFAR-10 class (0-9)")]

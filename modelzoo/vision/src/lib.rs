@@ -3,10 +3,12 @@
 //! that turns a [`Dataset`] into the engine's [`modelzoo_engine::BatchSource`] of
 //! [`ImageBatch`]es.
 
+pub mod classify;
 pub mod datasets;
 pub mod loader;
 pub mod transforms;
 
+pub use classify::{classification_eval, train_val_loaders};
 pub use datasets::{
     train_and_val, Cifar10, DataError, ImageFolder, SharedDataset, Split, Synthetic,
 };
