@@ -326,13 +326,6 @@ pub fn settle_precision(
     }
 }
 
-/// The model's size as its reference implementation counts it (torchvision's and Hugging
-/// Face's `sum(p.numel() for p in model.parameters())`): trainable variables, buffers such as
-/// BatchNorm's running statistics left out.
-pub fn parameter_count(vs: &tch::nn::VarStore) -> usize {
-    vs.trainable_variables().iter().map(|t| t.numel()).sum()
-}
-
 /// The training run: plan, device, data parallel, output directory, module and data, metric
 /// log, then the engine's fit.
 fn train<R: Recipe>(
@@ -402,7 +395,7 @@ fn train<R: Recipe>(
 
     let model_name = std.model_name.as_deref().unwrap_or(R::PROGRAM);
     let json = runner::log_path(&out_dir, model_name);
-    let parameters = parameter_count(built.module.var_store());
+    let parameters = crate::parameter_count(built.module.var_store());
     let mut logger = runner::metric_logger(
         &json,
         settings.resume.is_some(),

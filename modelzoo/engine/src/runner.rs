@@ -73,7 +73,7 @@ pub fn metric_logger(
     resume: bool,
     ddp: Option<&DataParallel>,
     batch_size: usize,
-    parameters: usize,
+    parameters: i64,
 ) -> std::io::Result<Logger> {
     let mut backends: Vec<Box<dyn dllogger::Backend>> =
         vec![Box::new(StdOutBackend::new(Verbosity::Default))];
@@ -96,7 +96,7 @@ pub fn metric_logger(
             ("batch_size", Value::Int(batch_size as i64)),
             ("world_size", Value::Int(world as i64)),
             ("global_batch_size", Value::Int((batch_size * world) as i64)),
-            ("parameters", Value::Int(parameters as i64)),
+            ("parameters", Value::Int(parameters)),
         ],
         Verbosity::Default,
     );

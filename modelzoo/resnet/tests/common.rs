@@ -34,17 +34,8 @@ pub fn run(args: &[String]) -> Output {
         .expect("run_resnet starts")
 }
 
-pub fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 #[allow(unused_imports)] // each test binary uses its own part of this module
-pub use modelzoo_testkit::{emulator_home, series};
+pub use modelzoo_testkit::{emulator_home, output_text as text, series};
 
 pub fn log_of(out: &Path, model: &str) -> PathBuf {
     out.join(format!("{model}_log.json"))

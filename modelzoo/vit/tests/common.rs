@@ -5,6 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[allow(unused_imports)] // each test binary uses its own part of this module
+pub use modelzoo_testkit::{emulator_home, output_text as text, series, venv_python};
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_run_vit");
 
 /// The arguments of a small, quick synthetic run: `vit_tiny` (patch 8, hidden 64, 2 layers) on
@@ -51,44 +54,14 @@ pub fn run(args: &[String]) -> Output {
         .expect("run_vit starts")
 }
 
-pub fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// (iteration, value) of `metric` in a dllogger log, in file order.
-pub fn series(log: &Path, metric: &str) -> Vec<(u64, f64)> {
-    dllogger::open(log)
-        .unwrap_or_else(|e| panic!("{}: {e}", log.display()))
-        .filter_map(|r| r.get(metric).map(|v| (r.iteration.unwrap_or(0), v)))
-        .collect()
-}
-
 pub fn log_of(out: &Path, model: &str) -> PathBuf {
     out.join(format!("{model}_log.json"))
-}
-
-/// The workspace root (the project's .venv and target/ live there).
-pub fn root() -> PathBuf {
-    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    r.canonicalize().unwrap_or(r)
-}
-
-/// The project's Python (torch, torchvision, safetensors; `make setup`).
-pub fn python() -> PathBuf {
-    let py = root().join(".venv/bin/python");
-    assert!(py.is_file(), "{} missing: run `make setup`", py.display());
-    py
 }
 
 /// Run tests/vit_reference.py with `args`; panics with its output when it fails.
 pub fn reference(args: &[&str]) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vit_reference.py");
-    let o = Command::new(python())
+    let o = Command::new(venv_python())
         .args(["-W", "ignore"])
         .arg(&script)
         .args(args)
@@ -101,16 +74,4 @@ pub fn reference(args: &[&str]) -> String {
         text(&o)
     );
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// The SDAA emulator install (target/sdaa-emulator, built by `make build`).
-pub fn emulator_home() -> PathBuf {
-    let home = root().join("target/sdaa-emulator");
-    let plugin = home.join("lib64/libtorch_sdaa.so");
-    assert!(
-        plugin.is_file(),
-        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
-        plugin.display()
-    );
-    home.canonicalize().unwrap_or(home)
 }

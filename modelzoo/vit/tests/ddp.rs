@@ -4,14 +4,8 @@
 mod common;
 
 use common::{log_of, series, small, with, BIN};
+use modelzoo_testkit::free_port;
 use std::process::Command;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// rank → parameters fingerprint, from the workers' end-of-run lines.
 fn fingerprints(text: &str) -> Vec<(usize, String)> {

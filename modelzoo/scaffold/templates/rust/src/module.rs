@@ -3,7 +3,7 @@
 use modelzoo_engine::{Algorithm, BasicModule, EvalOutput, OptimizerConfig, Schedule, TrainDevice};
 use modelzoo_vision::ImageBatch;
 use tch::nn::{self, Module};
-use tch::{Reduction, Tensor};
+use tch::Tensor;
 
 use crate::model::Net;
 
@@ -52,19 +52,7 @@ impl BasicModule for Module{{Camel}} {
     }
     fn validation_step(&mut self, b: &ImageBatch) -> EvalOutput {
         let logits = self.net.forward(&b.images);
-        let loss_sum =
-            logits.cross_entropy_loss::<Tensor>(&b.labels, None, Reduction::Sum, -100, 0.0);
-        let k = logits.size()[1].min(5);
-        let top = logits.topk(k, 1, true, true).1;
-        let hits = top.eq_tensor(&b.labels.unsqueeze(1));
-        EvalOutput {
-            loss_sum,
-            counts: vec![
-                ("top1", hits.narrow(1, 0, 1).sum(tch::Kind::Float)),
-                ("top5", hits.sum(tch::Kind::Float)),
-            ],
-            samples: b.len(),
-        }
+        modelzoo_vision::classification_eval(&logits, &b.labels, logits.size()[1])
     }
     fn test_step(&mut self, b: &ImageBatch) -> Tensor {
         self.net.forward(&b.images).argmax(1, false)

@@ -1,11 +1,9 @@
 //! How `run_{{name}}` runs: its recipe for the engine's entry point (`modelzoo_engine::app`) —
 //! the engine settings from the `Engine` section and the flags, then the data and the module.
 
-use std::sync::Arc;
-
 use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
 use modelzoo_engine::runner;
-use modelzoo_vision::{Loader, LoaderOptions, Split, Synthetic};
+use modelzoo_vision::{train_val_loaders, LoaderOptions};
 use run_scripts_template::StandardArgs;
 
 use crate::args::ModelArgs;
@@ -40,9 +38,15 @@ impl Recipe for Recipe{{Camel}} {
     ) -> Result<Built<Module{{Camel}}>, RunError> {
         let (classes, size) = (args.num_classes as usize, args.image_size as usize);
         let seed = run.settings.seed;
-        let n = args.synthetic_samples as usize;
-        let train_set = Arc::new(Synthetic::new(classes, size, n, Split::Train, seed));
-        let val_set = Arc::new(Synthetic::new(classes, size, (n / 4).max(1), Split::Val, seed));
+        // --dataset_path: CIFAR-10 or an ImageFolder; without it, synthetic images.
+        let (train_set, val_set) = modelzoo_vision::train_and_val(
+            std.dataset_path.as_deref(),
+            args.synthetic_samples as usize,
+            classes,
+            size,
+            seed,
+        )
+        .map_err(RunError::input)?;
         let opts = LoaderOptions {
             batch_size: std.batch_size as usize,
             shuffle: true,
@@ -52,21 +56,8 @@ impl Recipe for Recipe{{Camel}} {
             seed,
         };
         let (rank, world) = run.rank_and_world();
-        let train = Loader::new(train_set, opts).sharded(rank, world);
-        if train.batches_per_epoch() == 0 {
-            return Err(RunError::input(format!(
-                "--synthetic_samples {n} is fewer than one batch of {} for each of {world} rank(s)",
-                std.batch_size
-            )));
-        }
-        let val = Loader::new(
-            val_set,
-            LoaderOptions {
-                shuffle: false,
-                drop_last: false,
-                ..opts
-            },
-        );
+        let (train, val) = train_val_loaders(train_set, val_set, opts, rank, world)
+            .map_err(RunError::input)?;
         Ok(Built {
             module: Module{{Camel}}::new(size as i64, classes as i64, std.lr, seed),
             train: Box::new(train),
