@@ -5,13 +5,14 @@
 //! [`modelzoo_engine::BatchSource`] of [`TokenBatch`]es. Also what the decoder models share
 //! beyond data: the FleetX `Data` / `Optimizer` / `Generation` sections ([`config`]), the
 //! KV-cache decoding loop with top-k / top-p sampling ([`generate`]) and the checkpoint
-//! layout `--generate` reads ([`checkpoint`]).
+//! layout `--generate` reads ([`checkpoint`]), and the peak FLOP/s of `train.mfu` ([`mfu`]).
 
 pub mod batches;
 pub mod checkpoint;
 pub mod config;
 pub mod corpus;
 pub mod generate;
+pub mod mfu;
 pub mod npy;
 pub mod tokenizer;
 
