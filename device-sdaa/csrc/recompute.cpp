@@ -122,9 +122,12 @@ struct Autocast {
 
 struct Recompute : public torch::autograd::Function<Recompute> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
-                                                torch::autograd::variable_list inputs,
+                                                at::TensorList input_list,
                                                 c10::intrusive_ptr<Callback> cb,
                                                 bool preserve_rng) {
+    // A TensorList (not a std::vector) so that autograd::Function records each tensor as an
+    // input of the node.
+    std::vector<at::Tensor> inputs = input_list.vec();
     c10::Device device = inputs.empty() ? c10::Device(c10::kCPU) : inputs[0].device();
     if (preserve_rng) {
       ctx->saved_data["rng"] = c10::List<at::Tensor>(rng_states(device));
@@ -196,6 +199,9 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     for (const at::Tensor& d : detached) {
       out.push_back(d.requires_grad() ? d.grad() : at::Tensor());
     }
+    // No gradient for the callback and the flag (forward's non-tensor arguments).
+    out.emplace_back();
+    out.emplace_back();
     return out;
   }
 };
@@ -223,7 +229,7 @@ char* mzd_recompute(const at::Tensor* const* inputs, int64_t n, MzdBlockFn run, 
     auto cb = c10::make_intrusive<Callback>(run, drop, ctx);
     torch::autograd::variable_list in;
     for (int64_t i = 0; i < n; ++i) in.push_back(*inputs[i]);
-    auto outs = Recompute::apply(in, cb, preserve_rng != 0);
+    auto outs = Recompute::apply(at::TensorList(in), cb, preserve_rng != 0);
     for (const at::Tensor& o : outs) push(list, &o);
   })
 }

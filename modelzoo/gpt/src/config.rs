@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 // The sections every decoder model shares live in modelzoo-text (run_llama reads them too).
 pub use modelzoo_text::config::{
-    BatchSize, Data, Dataset, DecodeStrategy, GradClip, Generation, LrSchedule, NamedClip,
+    BatchSize, Data, Dataset, DecodeStrategy, Generation, GradClip, LrSchedule, NamedClip,
     Optimizer, ResolvedBatch, Unsupported,
 };
 

@@ -143,7 +143,11 @@ impl Model {
     pub fn validate(&self) -> Result<(), Unsupported> {
         if let Some(name) = &self.name {
             if !name.eq_ignore_ascii_case("llama") {
-                return Err(unsupported("Model.name", name, "run_llama builds only `Llama`"));
+                return Err(unsupported(
+                    "Model.name",
+                    name,
+                    "run_llama builds only `Llama`",
+                ));
             }
         }
         let positive: [(&'static str, i64); 7] = [
@@ -153,7 +157,10 @@ impl Model {
             ("Model.num_attention_heads", self.num_attention_heads),
             ("Model.num_key_value_heads", self.kv_heads()),
             ("Model.ffn_hidden_size", self.ffn_hidden_size),
-            ("Model.max_position_embeddings", self.max_position_embeddings),
+            (
+                "Model.max_position_embeddings",
+                self.max_position_embeddings,
+            ),
         ];
         for (key, value) in positive {
             if value <= 0 {
@@ -248,7 +255,10 @@ impl LlamaConfig {
     }
 
     /// Reads `-c file` (optional) with `-o` overrides, then validates every section.
-    pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LlamaConfig, LlamaConfigError> {
+    pub fn load(
+        path: Option<&Path>,
+        overrides: &[String],
+    ) -> Result<LlamaConfig, LlamaConfigError> {
         let tree = fleetx::load(path, overrides)?;
         LlamaConfig::from_tree(&tree)
     }

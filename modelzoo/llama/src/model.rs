@@ -162,7 +162,8 @@ impl Layer {
         });
         let m = capture::module(&format!("{n}.mlp"), &h, || {
             let gate = h.linear::<&Tensor>(&self.gate_proj, None).silu();
-            (gate * h.linear::<&Tensor>(&self.up_proj, None)).linear::<&Tensor>(&self.down_proj, None)
+            (gate * h.linear::<&Tensor>(&self.up_proj, None))
+                .linear::<&Tensor>(&self.down_proj, None)
         });
         x + m
     }
@@ -371,11 +372,15 @@ impl Llama {
                 let l = layer.shallow();
                 // Dropout draws random numbers: the rerun must draw the same ones.
                 let preserve_rng = d.attn_dropout > 0.0;
-                let outs = device_sdaa::recompute::checkpoint(&[&x, &cos, &sin], preserve_rng, move |io| {
-                    vec![l.forward(&d, &io[0], &io[1], &io[2], None, None, causal, true)]
-                })
+                let outs = device_sdaa::recompute::checkpoint(
+                    &[&x, &cos, &sin],
+                    preserve_rng,
+                    move |io| vec![l.forward(&d, &io[0], &io[1], &io[2], None, None, causal, true)],
+                )
                 .map_err(|e| ModelError::Recompute(e.to_string()))?;
-                outs.into_iter().next().ok_or_else(|| ModelError::Recompute("the layer returned no output".into()))?
+                outs.into_iter()
+                    .next()
+                    .ok_or_else(|| ModelError::Recompute("the layer returned no output".into()))?
             } else {
                 layer.forward(&d, &x, &cos, &sin, slot, mask.as_ref(), causal, train)
             };

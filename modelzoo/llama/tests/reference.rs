@@ -144,7 +144,10 @@ fn mismatched_state_dicts_name_the_key() {
         .map(|(n, t)| (n.clone(), t.shallow_clone()))
         .collect();
     let e = pretrained::load(&vs, &write("missing.safetensors", &missing), false).unwrap_err();
-    assert!(matches!(&e, PretrainedError::Missing { key: k, .. } if k == key), "{e}");
+    assert!(
+        matches!(&e, PretrainedError::Missing { key: k, .. } if k == key),
+        "{e}"
+    );
     assert!(e.to_string().contains(key), "{e}");
 
     let k_proj = "model.layers.0.self_attn.k_proj.weight";
@@ -161,9 +164,15 @@ fn mismatched_state_dicts_name_the_key() {
         .collect();
     let e = pretrained::load(&vs, &write("shape.safetensors", &reshaped), false).unwrap_err();
     let text = e.to_string();
-    assert!(text.contains(k_proj) && text.contains("[128, 128]") && text.contains("[64, 128]"), "{text}");
+    assert!(
+        text.contains(k_proj) && text.contains("[128, 128]") && text.contains("[64, 128]"),
+        "{text}"
+    );
 
-    let mut extra: Vec<_> = named.iter().map(|(n, t)| (n.clone(), t.shallow_clone())).collect();
+    let mut extra: Vec<_> = named
+        .iter()
+        .map(|(n, t)| (n.clone(), t.shallow_clone()))
+        .collect();
     extra.push((
         "model.layers.0.self_attn.q_proj.bias".into(),
         Tensor::zeros([128], (Kind::Float, Device::Cpu)),
