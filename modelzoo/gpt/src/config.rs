@@ -78,8 +78,10 @@ pub struct Model {
     /// FleetX accepts it but GPT pretraining feeds no token types; must be ≥ 0, unused.
     pub type_vocab_size: i64,
     pub initializer_range: f64,
-    /// Activation recomputation; tch exposes no checkpoint API, so `true` is an error.
+    /// Activation recompute of every transformer block (FleetX's switch): backward reruns
+    /// each block's forward instead of keeping its activations (`device_sdaa::recompute`).
     pub use_recompute: bool,
+    /// `full` (or empty): whole blocks are recomputed; nothing finer is implemented.
     pub recompute_granularity: Option<String>,
     /// libtorch's `linear` is already one fused GEMM+bias call, so both values compute the
     /// same thing.
@@ -160,12 +162,14 @@ impl Model {
                 return Err(unsupported("Model.name", name, "run_gpt builds only `GPT`"));
             }
         }
-        if self.use_recompute {
-            return Err(unsupported(
-                "Model.use_recompute",
-                true,
-                "activation recomputation is not supported (tch has no checkpoint API); set it to False and lower micro_batch_size if memory is short",
-            ));
+        if let Some(g) = &self.recompute_granularity {
+            if !g.is_empty() && g != "full" {
+                return Err(unsupported(
+                    "Model.recompute_granularity",
+                    g,
+                    "only `full` (whole transformer blocks) is implemented; leave it empty or set `full`",
+                ));
+            }
         }
         let positive: [(&'static str, i64); 5] = [
             ("Model.vocab_size", self.vocab_size),
@@ -273,7 +277,8 @@ impl GptConfig {
     /// weights, gradients and two moments in fp32 (16 bytes per parameter); the step holds the
     /// logits and their gradient (micro × max_seq_len × vocab_size fp32 each), and backward
     /// keeps every layer's attention probabilities (micro × heads × max_seq_len²) and residual
-    /// stream (micro × max_seq_len × hidden_size), 2 bytes each under autocast. The host holds
+    /// stream (micro × max_seq_len × hidden_size), 2 bytes each under autocast — with
+    /// `use_recompute` only the residual stream (each block's input). The host holds
     /// a few token batches. Products saturate, so an overflowing size counts as too large.
     pub fn memory_need(&self, micro: u64, amp: bool) -> modelzoo_engine::runner::MemoryNeed {
         use modelzoo_engine::runner::{bytes, bytes_sum, MemoryNeed};
@@ -285,14 +290,18 @@ impl GptConfig {
         let device = bytes_sum(&[
             bytes(&[params, 16]),
             bytes(&[2, micro, seq, u(m.vocab_size), 4]),
-            bytes(&[
-                u(m.num_layers),
-                micro,
-                u(m.num_attention_heads),
-                seq,
-                seq,
-                act,
-            ]),
+            if m.use_recompute {
+                0
+            } else {
+                bytes(&[
+                    u(m.num_layers),
+                    micro,
+                    u(m.num_attention_heads),
+                    seq,
+                    seq,
+                    act,
+                ])
+            },
             bytes(&[u(m.num_layers), micro, seq, u(m.hidden_size), act]),
         ]);
         let host = bytes(&[3, micro, seq.saturating_add(1), 8]);
