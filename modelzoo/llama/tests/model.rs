@@ -190,3 +190,24 @@ fn recompute_gives_the_same_gradients_under_bf16_autocast_and_tied_embeddings() 
     m.tie_word_embeddings = true;
     assert_recompute_matches(&m, Some(Kind::BFloat16));
 }
+
+/// The shipped configs load and describe the models they name: TinyLlama-1.1B's and
+/// LLaMA-2-7B's published parameter counts, and the tiny model's variables add up to its count.
+#[test]
+fn shipped_configs_have_the_published_parameter_counts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let count = |name: &str| {
+        LlamaConfig::load(Some(&dir.join(name)), &[])
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .model
+            .num_params()
+    };
+    assert_eq!(count("llama_1.1b_single_card.yaml"), 1_100_048_384);
+    assert_eq!(count("llama2_7b_single_card.yaml"), 6_738_415_616);
+    let m = tiny_model();
+    let vs = VarStore::new(Device::Cpu);
+    let model = Llama::new(&vs.root(), &m);
+    let numel: u64 = vs.variables().values().map(|t| t.numel() as u64).sum();
+    assert_eq!(model.num_params(), numel);
+    assert_eq!(numel, 445_056);
+}
