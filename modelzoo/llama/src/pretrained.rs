@@ -47,7 +47,7 @@ pub fn load(vs: &VarStore, path: &Path, tied: bool) -> Result<(), PretrainedErro
         message: e.to_string(),
     })?;
     let mut file: BTreeMap<String, Tensor> = named.into_iter().collect();
-    file.retain(|k, _| !k.ends_with("rotary_emb.inv_freq") && !(tied && k == "lm_head.weight"));
+    file.retain(|k, _| !(k.ends_with("rotary_emb.inv_freq") || (tied && k == "lm_head.weight")));
     let (count, example) = (file.len(), file.keys().next().cloned().unwrap_or_default());
     let vars = vs.variables();
     let mut names: Vec<&String> = vars.keys().collect();
