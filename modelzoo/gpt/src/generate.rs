@@ -1,14 +1,24 @@
-//! Zero-shot text generation with a KV cache: greedy search, or sampling with temperature,
-//! top-k and top-p; `min_dec_len` holds off end-of-text, `max_dec_len` bounds the output.
-//! Sampling draws from a generator seeded per call, so a seed always gives the same text.
-//! The network runs on any [`TrainDevice`] (the CPU, CUDA, SDAA); token choice happens on the
-//! CPU in fp32, so a device whose fp32 results equal the CPU's yields the CPU's text.
+//! Zero-shot text generation with GPT's KV cache: the zoo's shared decoding loop
+//! ([`modelzoo_text::generate`]: greedy, or sampling with temperature, top-k and top-p,
+//! deterministic per seed) driven by [`Gpt`]'s cached forward.
 
 use modelzoo_engine::TrainDevice;
+use modelzoo_text::generate::CausalLm;
 use tch::{Kind, Tensor};
 
-use crate::config::{DecodeStrategy, Generation};
+use crate::config::Generation;
 use crate::model::{Gpt, KvCache, ModelError};
+
+impl CausalLm for Gpt {
+    type Cache = KvCache;
+    type Error = ModelError;
+    fn vocab_size(&self) -> i64 {
+        self.config().vocab_size
+    }
+    fn forward_cached(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor, ModelError> {
+        self.forward(ids, Some(cache), false)
+    }
+}
 
 /// Generated continuations (prompt excluded) for one prompt, `num_return_sequences` of them.
 /// `eos` ends a sequence (it is not included); `device` is where the model's variables live
@@ -22,132 +32,11 @@ pub fn generate(
     seed: u64,
     device: &dyn TrainDevice,
 ) -> Result<Vec<Vec<i64>>, ModelError> {
-    let n = params.num_return_sequences as i64;
-    let vocab = model.config().vocab_size;
     if prompt.is_empty() {
         return Err(ModelError::BadInput {
-            shape: vec![n, 0],
+            shape: vec![params.num_return_sequences as i64, 0],
             kind: Kind::Int64,
         });
     }
-    let _guard = tch::no_grad_guard();
-    let mut out: Vec<Vec<i64>> = vec![Vec::new(); n as usize];
-    let mut done = vec![false; n as usize];
-    let mut cache = KvCache::new();
-    let ids = device.to_device(&Tensor::from_slice(prompt).view([1, -1]).repeat([n, 1]));
-    let mut logits = model.forward(&ids, Some(&mut cache), false)?;
-    // A private generator: sampling neither depends on nor disturbs libtorch's global RNG.
-    let mut rng = SplitMix(seed);
-    for step in 0..params.max_dec_len {
-        // Last position's logits, on the CPU in fp32.
-        let last = device.to_cpu(&logits.select(1, -1)).to_kind(Kind::Float);
-        let mut next = Vec::with_capacity(n as usize);
-        for row in 0..n {
-            let mut l = last.get(row);
-            if let Some(e) = eos.filter(|&e| e < vocab && step < params.min_dec_len) {
-                let _ = l.get(e).fill_(f64::NEG_INFINITY);
-            }
-            let token = match params.decode_strategy {
-                DecodeStrategy::GreedySearch => l.argmax(0, false).int64_value(&[]),
-                DecodeStrategy::Sampling => {
-                    l /= params.temperature;
-                    sample(&l, params.top_k, params.top_p, rng.next_f64())
-                }
-            };
-            next.push(token);
-        }
-        for (i, &t) in next.iter().enumerate() {
-            if done[i] {
-                continue;
-            }
-            if Some(t) == eos {
-                done[i] = true;
-            } else {
-                out[i].push(t);
-            }
-        }
-        if done.iter().all(|d| *d) || step + 1 == params.max_dec_len {
-            break;
-        }
-        let input = device.to_device(&Tensor::from_slice(&next).view([n, 1]));
-        logits = model.forward(&input, Some(&mut cache), false)?;
-    }
-    Ok(out)
-}
-
-/// Draws a token from `logits` `[vocab]` after top-k and top-p filtering, by inverting the
-/// cumulative distribution at `u` ∈ [0, 1).
-fn sample(logits: &Tensor, top_k: i64, top_p: f64, u: f64) -> i64 {
-    let (sorted, order) = logits.sort(0, true);
-    let mut probs: Vec<f64> = Vec::<f32>::try_from(sorted.softmax(0, Kind::Float))
-        .unwrap_or_default()
-        .into_iter()
-        .map(f64::from)
-        .collect();
-    let order: Vec<i64> = Vec::<i64>::try_from(order).unwrap_or_default();
-    let mut keep = probs.len();
-    if top_k > 0 {
-        keep = keep.min(top_k as usize);
-    }
-    if top_p < 1.0 {
-        let mut acc = 0.0;
-        for (i, p) in probs.iter().enumerate().take(keep) {
-            acc += p;
-            if acc >= top_p {
-                keep = i + 1;
-                break;
-            }
-        }
-    }
-    probs.truncate(keep.max(1));
-    let total: f64 = probs.iter().sum();
-    let target = u * total;
-    let mut acc = 0.0;
-    for (i, p) in probs.iter().enumerate() {
-        acc += p;
-        if target < acc {
-            return order[i];
-        }
-    }
-    order[probs.len() - 1]
-}
-
-/// splitmix64: a tiny seeded generator whose stream is fixed forever (no crate version can
-/// change the text a seed produces).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_f64(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn top_k_one_is_argmax_and_top_p_cuts_tail() {
-        let l = Tensor::from_slice(&[0.1f32, 3.0, 1.0, 2.0]);
-        for u in [0.0, 0.5, 0.999] {
-            assert_eq!(sample(&l, 1, 1.0, u), 1);
-        }
-        // softmax ≈ [0.03, 0.64, 0.09, 0.24]: top_p 0.8 keeps {1, 3}.
-        let mut seen = std::collections::BTreeSet::new();
-        for i in 0..100 {
-            seen.insert(sample(&l, 0, 0.8, i as f64 / 100.0));
-        }
-        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 3]);
-        // No filter: every token can come out.
-        let mut all = std::collections::BTreeSet::new();
-        for i in 0..1000 {
-            all.insert(sample(&l, 0, 1.0, i as f64 / 1000.0));
-        }
-        assert_eq!(all.len(), 4);
-    }
+    modelzoo_text::generate::generate(model, prompt, params, eos, seed, device)
 }

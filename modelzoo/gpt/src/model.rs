@@ -25,6 +25,8 @@ pub enum ModelError {
     BadInput { shape: Vec<i64>, kind: Kind },
     #[error("KV cache holds batch {cache}, input has batch {input}")]
     CacheBatch { cache: i64, input: i64 },
+    #[error("activation recompute failed: {0}")]
+    Recompute(String),
 }
 
 /// Keys and values of every layer seen so far, for incremental decoding.
@@ -59,7 +61,7 @@ impl KvCache {
 }
 
 /// The dump scopes of a block's modules (`h.0`, `h.0.ln_1`, `h.0.attn`, ...).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct BlockNames {
     block: String,
     ln_1: String,
@@ -71,12 +73,131 @@ struct BlockNames {
 #[derive(Debug)]
 struct Block {
     names: BlockNames,
-    ln_1: nn::LayerNorm,
+    ln_1: Ln,
     c_attn: nn::Linear,
     attn_proj: nn::Linear,
-    ln_2: nn::LayerNorm,
+    ln_2: Ln,
     c_fc: nn::Linear,
     mlp_proj: nn::Linear,
+}
+
+/// A LayerNorm over the last dimension with weight and bias: `nn::LayerNorm`'s variables and
+/// computation (eps 1e-5), as plain handles so a block can be copied into a recompute
+/// callback.
+#[derive(Debug)]
+struct Ln {
+    ws: Tensor,
+    bs: Tensor,
+}
+
+impl Ln {
+    fn new(p: nn::Path, h: i64) -> Ln {
+        let ln = layer_norm(p, h);
+        match (ln.ws, ln.bs) {
+            (Some(ws), Some(bs)) => Ln { ws, bs },
+            _ => unreachable!("layer_norm with elementwise_affine has weight and bias"),
+        }
+    }
+
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let h = self.ws.size();
+        Tensor::layer_norm(x, &h, Some(&self.ws), Some(&self.bs), 1e-5, true)
+    }
+
+    fn shallow(&self) -> Ln {
+        Ln {
+            ws: self.ws.shallow_clone(),
+            bs: self.bs.shallow_clone(),
+        }
+    }
+}
+
+fn shallow_linear(l: &nn::Linear) -> nn::Linear {
+    nn::Linear {
+        ws: l.ws.shallow_clone(),
+        bs: l.bs.as_ref().map(Tensor::shallow_clone),
+    }
+}
+
+/// What a block computes with besides its weights (copied into recompute callbacks).
+#[derive(Debug, Clone, Copy)]
+struct BlockDims {
+    hidden: i64,
+    heads: i64,
+    dropout: f64,
+    attn_dropout: f64,
+}
+
+impl Block {
+    /// Handles to the same variables, for a recompute callback that outlives the forward.
+    fn shallow(&self) -> Block {
+        Block {
+            names: self.names.clone(),
+            ln_1: self.ln_1.shallow(),
+            c_attn: shallow_linear(&self.c_attn),
+            attn_proj: shallow_linear(&self.attn_proj),
+            ln_2: self.ln_2.shallow(),
+            c_fc: shallow_linear(&self.c_fc),
+            mlp_proj: shallow_linear(&self.mlp_proj),
+        }
+    }
+
+    /// `x + attn(ln_1(x))`, then `+ mlp(ln_2(..))`. With a cache slot the new keys/values are
+    /// appended; `mask` offsets causality by `past` cached positions.
+    #[allow(clippy::too_many_arguments)]
+    fn forward(
+        &self,
+        d: &BlockDims,
+        x: &Tensor,
+        cache: Option<&mut Option<(Tensor, Tensor)>>,
+        mask: Option<&Tensor>,
+        past: i64,
+        train: bool,
+    ) -> Tensor {
+        let size = x.size();
+        let (b, t) = (size[0], size[1]);
+        let (heads, hd) = (d.heads, d.hidden / d.heads);
+        let names = &self.names;
+        let _block = capture::scope(&names.block);
+        let h = capture::module(&names.ln_1, x, || self.ln_1.forward(x));
+        let y = capture::module(&names.attn, &h, || {
+            let qkv = self.c_attn.forward(&h);
+            let split = qkv.split(d.hidden, 2);
+            let heads_of = |t_: &Tensor| t_.view([b, t, heads, hd]).transpose(1, 2);
+            let q = heads_of(&split[0]);
+            let mut k = heads_of(&split[1]);
+            let mut v = heads_of(&split[2]);
+            if let Some(slot) = cache {
+                if let Some((pk, pv)) = slot.take() {
+                    k = Tensor::cat(&[pk, k], 2);
+                    v = Tensor::cat(&[pv, v], 2);
+                }
+                *slot = Some((k.shallow_clone(), v.shallow_clone()));
+            }
+            let y = Tensor::scaled_dot_product_attention(
+                &q,
+                &k,
+                &v,
+                mask,
+                d.attn_dropout,
+                past == 0,
+                None,
+                false,
+            );
+            let y = y.transpose(1, 2).contiguous().view([b, t, d.hidden]);
+            self.attn_proj.forward(&y).dropout(d.dropout, train)
+        });
+        let x = x.g_add(&y);
+        let h = capture::module(&names.ln_2, &x, || self.ln_2.forward(&x));
+        let m = capture::module(&names.mlp, &h, || {
+            self.c_fc
+                .forward(&h)
+                .gelu("tanh")
+                .apply(&self.mlp_proj)
+                .dropout(d.dropout, train)
+        });
+        x.g_add(&m)
+    }
 }
 
 /// The GPT network. Build it in a CPU `VarStore`, then move the store to the device.
@@ -87,6 +208,8 @@ pub struct Gpt {
     wpe: nn::Embedding,
     blocks: Vec<Block>,
     ln_f: nn::LayerNorm,
+    /// Recompute each block's activations in backward (`Model.use_recompute`).
+    recompute: bool,
 }
 
 fn normal(stdev: f64) -> Init {
@@ -150,10 +273,10 @@ impl Gpt {
                         ln_2: format!("h.{i}.ln_2"),
                         mlp: format!("h.{i}.mlp"),
                     },
-                    ln_1: layer_norm(&b / "ln_1", h),
+                    ln_1: Ln::new(&b / "ln_1", h),
                     c_attn: linear(&b / "attn" / "c_attn", h, 3 * h, std),
                     attn_proj: linear(&b / "attn" / "c_proj", h, h, resid_std),
-                    ln_2: layer_norm(&b / "ln_2", h),
+                    ln_2: Ln::new(&b / "ln_2", h),
                     c_fc: linear(&b / "mlp" / "c_fc", h, config.ffn_hidden(), std),
                     mlp_proj: linear(&b / "mlp" / "c_proj", config.ffn_hidden(), h, resid_std),
                 }
@@ -166,7 +289,14 @@ impl Gpt {
             wpe,
             blocks,
             ln_f,
+            recompute: config.use_recompute,
         }
+    }
+
+    /// Turns activation recompute of the blocks on or off (the config's `use_recompute` is
+    /// the default). Only training forwards that need gradients recompute.
+    pub fn set_recompute(&mut self, on: bool) {
+        self.recompute = on;
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -220,8 +350,6 @@ impl Gpt {
         let tokens = capture::module("wte", ids, || self.wte.forward(ids));
         let mut x = tokens + capture::module("wpe", &positions, || self.wpe.forward(&positions));
         x = x.dropout(self.config.hidden_dropout_prob, train);
-        let heads = self.config.num_attention_heads;
-        let hd = self.config.hidden_size / heads;
         // With cached positions and several new ones, the causal mask must be offset by the
         // cache length (sdpa's is_causal aligns to the top-left corner).
         let mask = (past > 0 && t > 1).then(|| {
@@ -231,59 +359,32 @@ impl Gpt {
                 .expand([t, past + t], true)
                 .tril(past)
         });
-        let attn_p = if train {
-            self.config.attention_probs_dropout_prob
-        } else {
-            0.0
+        let d = BlockDims {
+            hidden: self.config.hidden_size,
+            heads: self.config.num_attention_heads,
+            dropout: self.config.hidden_dropout_prob,
+            attn_dropout: if train {
+                self.config.attention_probs_dropout_prob
+            } else {
+                0.0
+            },
         };
         for (i, block) in self.blocks.iter().enumerate() {
-            let names = &block.names;
-            let _block = capture::scope(&names.block);
-            let h = capture::module(&names.ln_1, &x, || x.apply(&block.ln_1));
-            let y = capture::module(&names.attn, &h, || {
-                let qkv = block.c_attn.forward(&h);
-                let split = qkv.split(self.config.hidden_size, 2);
-                let heads_of = |t_: &Tensor| t_.view([b, t, heads, hd]).transpose(1, 2);
-                let q = heads_of(&split[0]);
-                let mut k = heads_of(&split[1]);
-                let mut v = heads_of(&split[2]);
-                if let Some(c) = cache.as_mut() {
-                    if let Some((pk, pv)) = c.layers[i].take() {
-                        k = Tensor::cat(&[pk, k], 2);
-                        v = Tensor::cat(&[pv, v], 2);
-                    }
-                    c.layers[i] = Some((k.shallow_clone(), v.shallow_clone()));
-                }
-                let y = Tensor::scaled_dot_product_attention(
-                    &q,
-                    &k,
-                    &v,
-                    mask.as_ref(),
-                    attn_p,
-                    past == 0,
-                    None,
-                    false,
-                );
-                let y = y
-                    .transpose(1, 2)
-                    .contiguous()
-                    .view([b, t, self.config.hidden_size]);
-                block
-                    .attn_proj
-                    .forward(&y)
-                    .dropout(self.config.hidden_dropout_prob, train)
-            });
-            x = x.g_add(&y);
-            let h = capture::module(&names.ln_2, &x, || x.apply(&block.ln_2));
-            let m = capture::module(&names.mlp, &h, || {
-                block
-                    .c_fc
-                    .forward(&h)
-                    .gelu("tanh")
-                    .apply(&block.mlp_proj)
-                    .dropout(self.config.hidden_dropout_prob, train)
-            });
-            x = x.g_add(&m);
+            let slot = cache.as_mut().map(|c| &mut c.layers[i]);
+            x = if self.recompute && train && slot.is_none() && x.requires_grad() {
+                let blk = block.shallow();
+                // Dropout draws random numbers: the rerun must draw the same ones.
+                let preserve_rng = d.dropout > 0.0 || d.attn_dropout > 0.0;
+                let outs = device_sdaa::recompute::checkpoint(&[&x], preserve_rng, move |io| {
+                    vec![blk.forward(&d, &io[0], None, None, 0, true)]
+                })
+                .map_err(|e| ModelError::Recompute(e.to_string()))?;
+                outs.into_iter()
+                    .next()
+                    .ok_or_else(|| ModelError::Recompute("the block returned no output".into()))?
+            } else {
+                block.forward(&d, &x, slot, mask.as_ref(), past, train)
+            };
         }
         let x = capture::module("ln_f", &x, || x.apply(&self.ln_f));
         // The output projection shares wte's weight (Hugging Face names it lm_head).

@@ -217,7 +217,12 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
         None if std.config.is_some() => {
             (config.model.clone(), config.data.dataset.tokenizer.clone())
         }
-        None => return Err(RunError::input(checkpoint::CheckpointError::NoMeta { dir })),
+        None => {
+            return Err(RunError::input(checkpoint::CheckpointError::NoMeta {
+                dir,
+                file: checkpoint::META,
+            }))
+        }
     };
     model_cfg.validate().map_err(RunError::input)?;
     let tokenizer = Tokenizer::load(tok_path.as_deref()).map_err(RunError::input)?;

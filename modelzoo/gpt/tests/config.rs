@@ -72,8 +72,8 @@ fn unknown_key_names_it_and_lists_valid_keys() {
 
 #[test]
 fn unsupported_options_are_errors_naming_them() {
-    let e = load_err("gpt_tiny.yaml", &["Model.use_recompute=True"]);
-    assert!(e.contains("Model.use_recompute"), "{e}");
+    let e = load_err("gpt_tiny.yaml", &["Model.recompute_granularity=core_attn"]);
+    assert!(e.contains("Model.recompute_granularity"), "{e}");
     let e = load_err("gpt_tiny.yaml", &["Optimizer.tensor_fusion=True"]);
     assert!(e.contains("Optimizer.tensor_fusion"), "{e}");
     let e = load_err("gpt_tiny.yaml", &["Optimizer.name=SGD"]);

@@ -128,9 +128,10 @@ fn bad_generate_requests_are_clear_errors() {
     let (code, _, err) = run_gpt(&["--generate", "--ckpt", d]);
     assert_eq!(code, 2);
     assert!(err.contains("--prompt"), "{err}");
-    let (code, _, err) = run_gpt(&["-o", "Model.use_recompute=True"]);
+    // use_recompute is honoured now; a granularity finer than whole blocks is not.
+    let (code, _, err) = run_gpt(&["-o", "Model.recompute_granularity=core_attn"]);
     assert_eq!(code, 2);
-    assert!(err.contains("Model.use_recompute"), "{err}");
+    assert!(err.contains("Model.recompute_granularity"), "{err}");
     let (code, _, err) = run_gpt(&["--no_such_flag"]);
     assert_eq!(code, 2, "{err}");
 }

@@ -2,10 +2,17 @@
 //! ([`Corpus`]: Megatron `.npy`/`.npz`, `.txt`/`.jsonl`, the built-in corpus), its FleetX
 //! split and samples ([`GptDataset`]), the tokenizers ([`Tokenizer`]: byte-level or a
 //! Hugging Face `tokenizer.json` such as GPT-2's BPE), and [`TokenBatches`], the engine's
-//! [`modelzoo_engine::BatchSource`] of [`TokenBatch`]es.
+//! [`modelzoo_engine::BatchSource`] of [`TokenBatch`]es. Also what the decoder models share
+//! beyond data: the FleetX `Data` / `Optimizer` / `Generation` sections ([`config`]), the
+//! KV-cache decoding loop with top-k / top-p sampling ([`generate`]) and the checkpoint
+//! layout `--generate` reads ([`checkpoint`]), and the peak FLOP/s of `train.mfu` ([`mfu`]).
 
 pub mod batches;
+pub mod checkpoint;
+pub mod config;
 pub mod corpus;
+pub mod generate;
+pub mod mfu;
 pub mod npy;
 pub mod tokenizer;
 

@@ -1,0 +1,39 @@
+//! LLaMA checkpoints are the zoo's language-model layout ([`modelzoo_text::checkpoint`]):
+//! the engine's `<output_dir>/checkpoints/step_NNNNNNNN.ckpt` plus `llama_config.json` beside
+//! it (the `Model` section and the tokenizer path), so `--generate --ckpt` rebuilds the
+//! network without the training config.
+
+use std::path::{Path, PathBuf};
+
+use tch::nn::VarStore;
+
+pub use modelzoo_text::checkpoint::{resolve, CheckpointError};
+
+use crate::config::Model;
+
+/// Architecture file name inside a checkpoint directory.
+pub const META: &str = "llama_config.json";
+
+/// What generation needs besides the weights.
+pub type Meta = modelzoo_text::checkpoint::Meta<Model>;
+
+/// Writes `meta` as `dir/llama_config.json` (creating `dir`).
+pub fn write_meta(dir: &Path, meta: &Meta) -> Result<(), CheckpointError> {
+    modelzoo_text::checkpoint::write_meta(dir, META, meta)
+}
+
+/// Saves `vs` as the engine checkpoint of `step` in `dir`, with `meta` beside it; returns the
+/// checkpoint file.
+pub fn save(dir: &Path, step: u64, vs: &VarStore, meta: &Meta) -> Result<PathBuf, CheckpointError> {
+    modelzoo_text::checkpoint::save(dir, step, vs, META, meta)
+}
+
+/// Copies the `model/<name>` tensors of checkpoint `file` into `vs`.
+pub fn load_weights(vs: &VarStore, file: &Path) -> Result<(), CheckpointError> {
+    modelzoo_text::checkpoint::load_weights(vs, file, "LLaMA", META)
+}
+
+/// Reads `llama_config.json` from a checkpoint directory, if present.
+pub fn read_meta(dir: &Path) -> Result<Option<Meta>, CheckpointError> {
+    modelzoo_text::checkpoint::read_meta(dir, META)
+}

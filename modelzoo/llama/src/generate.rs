@@ -1,0 +1,41 @@
+//! Zero-shot generation with LLaMA's KV cache: the zoo's shared decoding loop
+//! ([`modelzoo_text::generate`]: greedy, or sampling with temperature, top-k and top-p,
+//! deterministic per seed — the same code run_gpt decodes with) driven by [`Llama`]'s cached
+//! forward.
+
+use modelzoo_engine::TrainDevice;
+use modelzoo_text::generate::CausalLm;
+use tch::{Kind, Tensor};
+
+use crate::config::Generation;
+use crate::model::{KvCache, Llama, ModelError};
+
+impl CausalLm for Llama {
+    type Cache = KvCache;
+    type Error = ModelError;
+    fn vocab_size(&self) -> i64 {
+        self.config().vocab_size
+    }
+    fn forward_cached(&self, ids: &Tensor, cache: &mut KvCache) -> Result<Tensor, ModelError> {
+        self.forward(ids, Some(cache), false)
+    }
+}
+
+/// Generated continuations (prompt excluded), `num_return_sequences` of them; `eos` ends a
+/// sequence (not included); `device` is where the model's variables live.
+pub fn generate(
+    model: &Llama,
+    prompt: &[i64],
+    params: &Generation,
+    eos: Option<i64>,
+    seed: u64,
+    device: &dyn TrainDevice,
+) -> Result<Vec<Vec<i64>>, ModelError> {
+    if prompt.is_empty() {
+        return Err(ModelError::BadInput {
+            shape: vec![params.num_return_sequences as i64, 0],
+            kind: Kind::Int64,
+        });
+    }
+    modelzoo_text::generate::generate(model, prompt, params, eos, seed, device)
+}

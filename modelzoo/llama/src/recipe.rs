@@ -1,0 +1,331 @@
+//! How `run_llama` runs: its [`Recipe`] for the engine's entry point — pretraining
+//! ([`crate::module::LlamaModule`] on the zoo's token data, optionally from Hugging Face
+//! weights with `--pretrained`) or, with `--generate`, decoding a prompt from a checkpoint or
+//! from Hugging Face weights.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use modelzoo_engine::app::{Built, OutputWriter, Plan, Recipe, RunContext, RunError};
+use modelzoo_engine::{runner, BatchSource, WorldInfo};
+use run_scripts_template::StandardArgs;
+use tch::nn::VarStore;
+
+use crate::args::ModelArgs;
+use crate::checkpoint::{self, Meta};
+use crate::config::LlamaConfig;
+use crate::generate::generate;
+use crate::model::Llama;
+use crate::module::{peak_flops, LlamaModule};
+use modelzoo_text::{Corpus, GptDataset, Split, TokenBatch, TokenBatches, Tokenizer};
+
+/// The merged argument spec built by build.rs (standard.yaml + spec.yaml).
+pub const SPEC_YAML: &str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yaml"));
+
+/// `run_llama`: LLaMA pretraining and zero-shot generation.
+pub struct LlamaRecipe;
+
+/// The training config from `-c` / `-o` with the standard flags the user typed on top.
+fn training_config(std: &StandardArgs) -> Result<LlamaConfig, RunError> {
+    let mut config = LlamaConfig::load_for_training(std.config.as_deref(), &std.r#override)
+        .map_err(RunError::input)?;
+    if std.explicit.batch_size {
+        let bs = std.batch_size as u64;
+        let b = &mut config.data.batch_size;
+        b.local_batch_size = Some(bs);
+        b.global_batch_size = None;
+        b.micro_batch_size = b.micro_batch_size.min(bs);
+    }
+    if std.explicit.lr {
+        config.optimizer.lr.max_lr = std.lr;
+    }
+    if let Some(dir) = &std.dataset_path {
+        config.data.dataset.input_dir = Some(dir.clone());
+    }
+    config.validate().map_err(RunError::input)?;
+    Ok(config)
+}
+
+fn world_size() -> Result<usize, RunError> {
+    Ok(WorldInfo::from_env()
+        .map_err(RunError::input)?
+        .map_or(1, |w| w.world_size))
+}
+
+impl Recipe for LlamaRecipe {
+    type Args = ModelArgs;
+    type Module = LlamaModule;
+    type Prepared = LlamaConfig;
+    const PROGRAM: &'static str = "run_llama";
+    const ABOUT: &'static str =
+        "LLaMA (decoder-only pretraining, Hugging Face weights, generation with a KV cache) standard case of the ModelZoo";
+    const SPEC_YAML: &'static str = SPEC_YAML;
+
+    fn instead_of_training(
+        &self,
+        std: &StandardArgs,
+        args: &ModelArgs,
+    ) -> Option<Result<(), RunError>> {
+        args.generate.then(|| run_generate(std, args))
+    }
+
+    fn plan(&self, std: &StandardArgs, args: &ModelArgs) -> Result<Plan<LlamaConfig>, RunError> {
+        let config = training_config(std)?;
+        if let Some(p) = &args.pretrained {
+            if !p.is_file() {
+                return Err(RunError::input(format!(
+                    "--pretrained {}: no such file; give a Hugging Face LlamaForCausalLM .safetensors",
+                    p.display()
+                )));
+            }
+        }
+        // FleetX: global batch = local batch × data-parallel processes.
+        let batch = config
+            .data
+            .batch_size
+            .resolve(world_size()? as u64)
+            .map_err(RunError::input)?;
+        let section = std.config.is_some().then_some(&config.engine);
+        let mut settings = runner::settings_from_args(std, section).map_err(RunError::input)?;
+        settings.accumulate_steps = batch.accumulate_steps;
+        let amp = std.autocast || section.is_some_and(|e| e.mix_precision.use_pure_fp16);
+        Ok(Plan {
+            settings,
+            batch_size: batch.local as usize,
+            memory: Some(config.memory_need(batch.micro, amp)),
+            prepared: config,
+        })
+    }
+
+    fn build(
+        &self,
+        _std: &StandardArgs,
+        args: &ModelArgs,
+        config: LlamaConfig,
+        run: &RunContext,
+    ) -> Result<Built<LlamaModule>, RunError> {
+        let (_, world) = run.rank_and_world();
+        let batch = config
+            .data
+            .batch_size
+            .resolve(world as u64)
+            .map_err(RunError::input)?;
+        let ds = &config.data.dataset;
+        let tokenizer = Tokenizer::load(ds.tokenizer.as_deref()).map_err(RunError::input)?;
+        let vocab = config.model.vocab_size;
+        if tokenizer.vocab_size() as i64 > vocab {
+            return Err(RunError::input(format!(
+                "the tokenizer has {} ids but Model.vocab_size is {vocab}: raise Model.vocab_size",
+                tokenizer.vocab_size()
+            )));
+        }
+        let corpus =
+            Arc::new(Corpus::open(ds.input_dir.as_deref(), &tokenizer).map_err(RunError::input)?);
+        let seq = ds.max_seq_len as usize;
+        let train_set = GptDataset::new(
+            Arc::clone(&corpus),
+            &ds.split,
+            Split::Train,
+            seq,
+            Some(ds.seed),
+        )
+        .map_err(RunError::input)?;
+        let val_set = GptDataset::new(Arc::clone(&corpus), &ds.split, Split::Valid, seq, None)
+            .map_err(RunError::input)?;
+        let micro = batch.micro as usize;
+        let accum = batch.accumulate_steps as usize;
+        let full_pass = train_set.len() / (micro * world);
+        if full_pass < accum {
+            return Err(RunError::input(format!(
+                "{}: the train split holds {} samples of {} tokens, fewer than one step of {} (local batch); use more data or a smaller batch / max_seq_len",
+                corpus.name(),
+                train_set.len(),
+                seq + 1,
+                batch.local
+            )));
+        }
+        // FleetX sizes a run by max_steps and lets the sample index wrap around the split.
+        let per_epoch = match run.settings.max_steps {
+            Some(m) => full_pass.max(m as usize * accum),
+            None => full_pass,
+        };
+        let train = match run.ddp {
+            Some(d) => TokenBatches::new(train_set, micro, vocab, per_epoch)
+                .sharded(d.world.rank, d.world.world_size),
+            None => TokenBatches::new(train_set, micro, vocab, per_epoch),
+        };
+        let val_batches = val_set.len() / micro;
+        let val = (val_batches > 0).then(|| {
+            Box::new(TokenBatches::new(val_set, micro, vocab, val_batches))
+                as Box<dyn BatchSource<TokenBatch>>
+        });
+        if val.is_none() {
+            tracing::warn!(
+                "the validation split has fewer than {micro} samples: no val.loss / val.ppl"
+            );
+        }
+        // The checkpoints carry what `--generate` needs to rebuild the model and tokenizer.
+        let ckpt_dir = run.settings.ckpt_dir.clone();
+        let meta = Meta {
+            model: config.model.clone(),
+            tokenizer: ds.tokenizer.clone(),
+        };
+        let write_meta: OutputWriter =
+            Box::new(move || checkpoint::write_meta(&ckpt_dir, &meta).map_err(RunError::input));
+        let amp = matches!(
+            run.settings.precision,
+            modelzoo_engine::Precision::Amp { .. }
+        );
+        let (peak, peak_source) = peak_flops(run.train_device, &run.device.name(), amp);
+        let module = LlamaModule::new(
+            &config.model,
+            config.optimizer.clone(),
+            seq as i64,
+            peak,
+            run.settings.seed,
+        );
+        if let Some(path) = &args.pretrained {
+            module.load_pretrained(path).map_err(RunError::input)?;
+            tracing::info!(weights = %path.display(), "starting from Hugging Face weights");
+        }
+        Ok(Built {
+            module,
+            train: Box::new(train),
+            val,
+            data: format!("the training data of {}", corpus.name()),
+            summary: format!(
+                "micro batch {micro} x {accum} accumulation, seq {seq}{}; MFU against {peak:.3e} FLOP/s ({peak_source})",
+                if config.model.use_recompute { ", activation recompute" } else { "" }
+            ),
+            on_output_claimed: Some(write_meta),
+        })
+    }
+}
+
+/// Opens `--device` (cpu, cuda[:N], sdaa[:N]) for generation.
+fn open_device(std: &StandardArgs) -> Result<device_sdaa::Device, RunError> {
+    let spec = std
+        .device
+        .parse::<device_sdaa::DeviceSpec>()
+        .map_err(RunError::input)?;
+    let spec = runner::worker_device(spec).map_err(RunError::input)?;
+    device_sdaa::Device::open(spec)
+        .map_err(|e| RunError::input(format!("cannot open device {spec}: {e}")))
+}
+
+/// `--generate`: load a checkpoint, continue `--prompt`, print the generations.
+fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
+    let prompt = args
+        .prompt
+        .as_deref()
+        .ok_or_else(|| RunError::input("--generate needs --prompt \"text to continue\""))?;
+    let config =
+        LlamaConfig::load(std.config.as_deref(), &std.r#override).map_err(RunError::input)?;
+    // The weights: a training checkpoint (with its llama_config.json) or Hugging Face's.
+    let (weights, model_cfg, tok_path) = match (&args.ckpt, &args.pretrained) {
+        (Some(_), Some(_)) => {
+            return Err(RunError::input(
+                "--generate takes --ckpt or --pretrained, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(RunError::input(
+                "--generate needs --ckpt <training output_dir or checkpoint> or --pretrained <model.safetensors> (with -c describing its architecture)",
+            ))
+        }
+        (None, Some(p)) => {
+            if std.config.is_none() {
+                return Err(RunError::input(
+                    "--generate --pretrained needs -c: a config whose Model section describes the checkpoint's architecture",
+                ));
+            }
+            (
+                Weights::Pretrained(p.clone()),
+                config.model.clone(),
+                config.data.dataset.tokenizer.clone(),
+            )
+        }
+        (Some(ckpt), None) => {
+            let ckpt: &Path = ckpt;
+            let (file, dir) = checkpoint::resolve(ckpt).map_err(RunError::input)?;
+            match checkpoint::read_meta(&dir).map_err(RunError::input)? {
+                Some(m) => (Weights::Checkpoint(file), m.model, m.tokenizer),
+                None if std.config.is_some() => (
+                    Weights::Checkpoint(file),
+                    config.model.clone(),
+                    config.data.dataset.tokenizer.clone(),
+                ),
+                None => {
+                    return Err(RunError::input(checkpoint::CheckpointError::NoMeta {
+                        dir,
+                        file: checkpoint::META,
+                    }))
+                }
+            }
+        }
+    };
+    model_cfg.validate().map_err(RunError::input)?;
+    let tokenizer = Tokenizer::load(tok_path.as_deref()).map_err(RunError::input)?;
+    let device = open_device(std)?;
+    let ids: Vec<i64> = tokenizer
+        .encode(prompt)
+        .map_err(RunError::input)?
+        .into_iter()
+        .map(i64::from)
+        .collect();
+    if ids.is_empty() {
+        return Err(RunError::input(
+            "--prompt is empty after tokenization; give some text to continue",
+        ));
+    }
+    if let Some(&bad) = ids.iter().find(|&&i| i >= model_cfg.vocab_size) {
+        return Err(RunError::input(format!(
+            "the prompt encodes to id {bad}, outside the model vocabulary ({}): wrong tokenizer for this checkpoint?",
+            model_cfg.vocab_size
+        )));
+    }
+    let seed = std.seed as u64;
+    let eos = tokenizer.eos_id().map(i64::from);
+    tracing::info!(weights = %weights.path().display(), seed, device = %device.spec(), "generating");
+    let outputs =
+        RunError::catch_libtorch(format!("during generation on {}", device.spec()), || {
+            let mut vs = VarStore::new(tch::Device::Cpu);
+            let model = Llama::new(&vs.root(), &model_cfg);
+            match &weights {
+                Weights::Checkpoint(file) => {
+                    checkpoint::load_weights(&vs, file).map_err(RunError::input)?
+                }
+                Weights::Pretrained(file) => {
+                    crate::pretrained::load(&vs, file, model_cfg.tie_word_embeddings)
+                        .map_err(RunError::input)?
+                }
+            }
+            device.move_var_store(&mut vs).map_err(|e| {
+                RunError::failed(format!("cannot move the model to {}: {e}", device.spec()))
+            })?;
+            generate(&model, &ids, &config.generation, eos, seed, &device).map_err(RunError::failed)
+        })?;
+    println!("Prompt: {prompt}");
+    for out in outputs {
+        let ids: Vec<u32> = out.iter().filter_map(|&i| u32::try_from(i).ok()).collect();
+        let text = tokenizer.decode(&ids).map_err(RunError::failed)?;
+        println!("Generation: {prompt}{text}");
+    }
+    Ok(())
+}
+
+/// Where `--generate` takes its weights from.
+enum Weights {
+    /// A training checkpoint (`--ckpt`).
+    Checkpoint(std::path::PathBuf),
+    /// A Hugging Face safetensors state dict (`--pretrained`).
+    Pretrained(std::path::PathBuf),
+}
+
+impl Weights {
+    fn path(&self) -> &Path {
+        match self {
+            Weights::Checkpoint(p) | Weights::Pretrained(p) => p,
+        }
+    }
+}
