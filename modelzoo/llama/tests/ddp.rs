@@ -9,14 +9,9 @@
 use std::path::Path;
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_run_llama");
+use modelzoo_testkit::free_port;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+const BIN: &str = env!("CARGO_BIN_EXE_run_llama");
 
 /// Rank 0's logged `train.loss` per step.
 fn losses(out: &Path, extra: &[&str]) -> Vec<f64> {
@@ -44,18 +39,7 @@ fn losses(out: &Path, extra: &[&str]) -> Vec<f64> {
         "{stdout}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    stdout
-        .lines()
-        .filter(|l| l.contains("rank : 0  train.loss : "))
-        .filter_map(|l| {
-            l.split("train.loss : ")
-                .nth(1)?
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .collect()
+    modelzoo_testkit::rank0_losses(&stdout)
 }
 
 #[test]

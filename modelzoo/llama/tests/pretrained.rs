@@ -32,8 +32,7 @@ fn text(o: &Output) -> String {
 #[test]
 fn training_and_generation_start_from_hugging_face_weights() {
     let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new(root.join(".venv/bin/python"))
+    let o = Command::new(modelzoo_testkit::venv_python())
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hf_reference.py"))
         .arg(dir.path())
         .arg(r#"{"vocab_size":320,"hidden_size":128,"intermediate_size":344,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":128,"rms_norm_eps":1e-6,"rope_theta":10000.0,"tie_word_embeddings":false}"#)

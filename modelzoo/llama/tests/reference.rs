@@ -37,13 +37,7 @@ fn tiny_model(tied: bool, rope_theta: f64) -> Model {
 
 /// Runs tests/hf_reference.py for `m` into `dir`.
 fn reference(dir: &Path, m: &Model) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let py = root.join(".venv/bin/python");
-    assert!(
-        py.is_file(),
-        "{} is missing: run scripts/setup.sh (installs python/requirements-reference.txt)",
-        py.display()
-    );
+    let py = modelzoo_testkit::venv_python();
     let config = format!(
         r#"{{"vocab_size":{},"hidden_size":{},"intermediate_size":{},"num_hidden_layers":{},"num_attention_heads":{},"num_key_value_heads":{},"max_position_embeddings":{},"rms_norm_eps":{:e},"rope_theta":{:?},"tie_word_embeddings":{}}}"#,
         m.vocab_size,

@@ -32,11 +32,7 @@ fn text(o: &Output) -> String {
 
 /// (iteration, value) of `metric` in the run's dllogger JSON log.
 fn series(out: &Path, metric: &str) -> Vec<(u64, f64)> {
-    let log = out.join("llama_log.json");
-    dllogger::open(&log)
-        .unwrap_or_else(|e| panic!("{}: {e}", log.display()))
-        .filter_map(|r| r.get(metric).map(|v| (r.iteration.unwrap_or(0), v)))
-        .collect()
+    modelzoo_testkit::series(&out.join("llama_log.json"), metric)
 }
 
 /// Trains the tiny config with batch 8 (loss logged every step); returns the output dir's
@@ -200,14 +196,7 @@ fn bf16_autocast_trains_on_the_cpu() {
 
 #[test]
 fn tiny_config_runs_on_the_sdaa_emulator_with_autocast() {
-    let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdaa-emulator");
-    let plugin = home.join("lib64/libtorch_sdaa.so");
-    assert!(
-        plugin.is_file(),
-        "SDAA emulator not built: {} is missing. Run `make build` (or scripts/build-emulator.sh) first.",
-        plugin.display()
-    );
-    let home = home.canonicalize().unwrap_or(home);
+    let home = modelzoo_testkit::emulator_home();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let cfg = tiny();
