@@ -21,13 +21,15 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bench="$root/scripts/bench"
 
-checks=(device resnet50-bs64 resnet50-bs256 resnet50-bs256-channels-last gpt345m-bf16 ddp-nccl-1gpu compare-cuda-cpu)
+checks=(device resnet50-bs64 resnet50-bs256 resnet50-bs256-channels-last gpt345m-bf16 vit-b16-amp llama-1b-bf16 ddp-nccl-1gpu compare-cuda-cpu)
 declare -A what=(
     [device]="open cuda:0 through the carried binaries (libtorch_cuda dlopen'ed at run time), \`modelzoo env\` device rows and memory (cudaMemGetInfo)"
     [resnet50-bs64]="run_resnet resnet50 bs 64 at 224 px, fp32 and AMP (fp16 autocast + loss scaling): img/s vs PyTorch eager torchvision with the same settings"
     [resnet50-bs256]="the same at bs 256"
     [resnet50-bs256-channels-last]="the same at bs 256, AMP, --channels_last on both sides"
     [gpt345m-bf16]="run_gpt gpt_345m_single_card.yaml, bf16 autocast, batch 8 x seq 1024: tokens/s and MFU vs PyTorch eager (scripts/bench/gpt_e2e.py, same model and recipe)"
+    [vit-b16-amp]="run_vit vit_b_16 bs 64 at 224 px, AMP (fp16 autocast + loss scaling): img/s vs torchvision's ViT in PyTorch eager (scripts/bench/vit_bench.sh; needs torchvision in that python)"
+    [llama-1b-bf16]="run_llama llama_1.1b_single_card.yaml, bf16 autocast, batch 4 x seq 1024: tokens/s vs transformers' LlamaForCausalLM in PyTorch eager (scripts/bench/llama_bench.sh; needs transformers in that python)"
     [ddp-nccl-1gpu]="run_resnet resnet50 bs 64 AMP as a 1-process data-parallel job (torchrun's environment: ProcessGroupNCCL from the NCCL shim embedded in run_resnet, + Reducer) vs no DDP: overhead, target < 3%"
     [compare-cuda-cpu]="run_resnet resnet18 at 32 px, 30 steps, same seed on cuda and on cpu; \`modelzoo compare\` of the two logs (1% rule)"
 )
@@ -65,16 +67,19 @@ done
 # torchvision for the ResNet reference: the GPU image has it; here scripts/bench/resnet_bench.sh
 # installs it into target/bench-py.
 [[ -d $root/target/bench-py/torchvision ]] && export PYTHONPATH="$root/target/bench-py${PYTHONPATH:+:$PYTHONPATH}"
-RR="$bin_dir/run_resnet" RG="$bin_dir/run_gpt" MZ="$bin_dir/modelzoo"
+RR="$bin_dir/run_resnet" RG="$bin_dir/run_gpt" RV="$bin_dir/run_vit" RL="$bin_dir/run_llama" MZ="$bin_dir/modelzoo"
 work="${GPU_CHECK_WORK:-}"
 if ((dry)); then work="${work:-WORK}"; else work="${work:-$(mktemp -d)}"; mkdir -p "$work" || die "cannot create the work dir $work"; fi
 
 # Sizes: the real ones, or --smoke's (CPU, tiny) to exercise the script itself.
 dev=cuda r50="resnet50" bs_small=64 bs_big=256 steps=13 warmup=3
 gpt_cfg="$root/modelzoo/gpt/configs/gpt_345m_single_card.yaml" gpt_batch=8 gpt_seq=1024
+vit_env="" vit_args="vit_b_16 64 10 --device cuda --autocast" llama_env="BATCH=4 SEQ=1024 STEPS=13 SKIP=3" llama_case=1b
 if ((smoke)); then
     dev=cpu r50="resnet18 --image_size 32" bs_small=8 bs_big=16 steps=5 rounds=1
     gpt_cfg="$root/modelzoo/gpt/configs/gpt_tiny.yaml" gpt_batch=4 gpt_seq=64
+    vit_env="IMAGE_SIZE=32 NUM_CLASSES=10" vit_args="vit_tiny 8 3 --device cpu --autocast"
+    llama_env="BATCH=2 SEQ=32 STEPS=4 SKIP=1" llama_case=tiny
 fi
 
 # The commands, one builder each: --dry-run prints them, a run evaluates them.
@@ -92,6 +97,14 @@ cmd_gpt() { # out_dir
         "-o Data.batch_size.micro_batch_size=$gpt_batch -o Data.dataset.max_seq_len=$gpt_seq -o Model.hidden_dropout_prob=0" \
         "-o Model.attention_probs_dropout_prob=0 -o Engine.logging_freq=1 -o Engine.eval_freq=1000000 -o Engine.eval_iters=1" \
         "-o Engine.save_load.save_steps=1000000"
+}
+# The side-by-side scripts of scripts/bench/, pointed at the carried binaries and this python
+# (they need at least 3 rounds for a median).
+cmd_vit() {
+    echo "ROUNDS=$((rounds < 3 ? 3 : rounds)) PYTHON=$py RUN_VIT=$RV $vit_env $bench/vit_bench.sh $vit_args"
+}
+cmd_llama() {
+    echo "ROUNDS=$((rounds < 3 ? 3 : rounds)) PYTHON=$py RUN_LLAMA=$RL DEVICE=$dev AMP=bf16 $llama_env $bench/llama_bench.sh $llama_case"
 }
 cmd_gpt_ref() {
     echo "$py $bench/gpt_e2e.py run $gpt_cfg --batch $gpt_batch --seq $gpt_seq --steps $steps --skip $warmup --device $dev --amp bf16"
@@ -125,6 +138,8 @@ if ((dry)); then
                     echo "  B: $(cmd_resnet_ref "$r50" "$(resnet_batch "$id")" ${f/--autocast/--amp})"
                 done < <(resnet_flags "$id") ;;
             gpt345m-bf16) echo "  A: $(cmd_gpt "$work/gpt")"; echo "  B: $(cmd_gpt_ref)" ;;
+            vit-b16-amp) echo "  $(cmd_vit)" ;;
+            llama-1b-bf16) echo "  $(cmd_llama)" ;;
             ddp-nccl-1gpu)
                 echo "  A: $(cmd_resnet "$work/plain" "$dev" "$r50" "$bs_small" "$steps" --autocast)"
                 echo "  B: $(cmd_ddp1 "$work/ddp" 29601)" ;;
@@ -137,8 +152,8 @@ if ((dry)); then
     exit 0
 fi
 
-for b in "$RR" "$RG" "$MZ"; do
-    [[ -x $b ]] || die "$b missing: run 'make build' here and carry target/release/{run_resnet,run_gpt,modelzoo}"
+for b in "$RR" "$RG" "$RV" "$RL" "$MZ"; do
+    [[ -x $b ]] || die "$b missing: run 'make build' here and carry target/release/{run_resnet,run_gpt,run_vit,run_llama,modelzoo}"
 done
 torch_lib="$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)" \
     || die "$py cannot import torch; set TORCH_PYTHON to the python of torch 2.11.0"
@@ -219,6 +234,17 @@ check_gpt() {
         "rounds: ${ours[*]} / ${refs[*]}" "$(verdict_ratio "$mo" "$mr")"
 }
 
+# A side-by-side script's run: its ratio line becomes the row (PASS at >= 1.0).
+check_side_by_side() { # id command
+    local id=$1 log="$work/$1.log" ratio
+    if ! run_logged "$2" "$log"; then
+        row "$id" "side-by-side script" "failed: $(tail_of "$log")" FAIL; return
+    fi
+    ratio=$(grep -Eo 'ratio run_[a-z]+ ?/ ?pytorch[ =]+[0-9.]+' "$log" | grep -Eo '[0-9.]+$' | tail -n1)
+    row "$id" "$(grep -E 'median' "$log" | tail -n1 | sed 's/|/\\|/g')" "ratio ${ratio:-?}" \
+        "$(py_eval '"PASS" if float(a[0]) >= 1.0 else "MISS"' "${ratio:-0}")"
+}
+
 check_ddp() {
     local plain=() ddp=() r
     for r in $(seq "$rounds"); do
@@ -259,6 +285,8 @@ for id in "${selected[@]}"; do
         device) check_device ;;
         resnet50-*) check_resnet "$id" ;;
         gpt345m-bf16) check_gpt ;;
+        vit-b16-amp) check_side_by_side "$id" "$(cmd_vit)" ;;
+        llama-1b-bf16) check_side_by_side "$id" "$(cmd_llama)" ;;
         ddp-nccl-1gpu) check_ddp ;;
         compare-cuda-cpu) check_compare ;;
     esac

@@ -10,7 +10,8 @@
 #   ROUNDS=3 (A/B pairs per case, at least 3), THREADS=2 (OMP_NUM_THREADS for both sides),
 #   DEVICE=cpu (or cuda), AMP= (or bf16 / fp16: autocast on both sides),
 #   RECOMPUTE= (1: activation recompute on both sides), STEPS / SKIP / BATCH / SEQ override
-#   the case's sizes (smoke runs).
+#   the case's sizes (smoke runs); RUN_LLAMA (a built run_llama: no cargo build) and PYTHON (one
+#   with torch and transformers) for scripts/gpu-check.sh on a GPU machine.
 # A round's tokens/s = total tokens / total time over the steps after the first SKIP: for
 # run_llama from train.ips of its own JSON log (Engine.logging_freq=1), for PyTorch timed the
 # same way around each step.
@@ -28,8 +29,13 @@ for c in "${cases[@]}"; do
   case "$c" in tiny|1b) ;; *) echo "error: unknown case '$c'; use tiny or 1b" >&2; exit 2 ;; esac
 done
 
-cargo build -q --release -p modelzoo-llama --bin run_llama
-BIN="$PWD/target/release/run_llama"
+py="${PYTHON:-python}"
+if [[ -n ${RUN_LLAMA:-} ]]; then
+  BIN="$RUN_LLAMA"
+else
+  cargo build -q --release -p modelzoo-llama --bin run_llama
+  BIN="$PWD/target/release/run_llama"
+fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
@@ -38,7 +44,7 @@ rate() { sed -n 's/.*tokens\/s \([0-9.]*\).*/\1/p' <<<"$1" | head -1; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
 echo "machine: $(lscpu | grep 'Model name' | sed 's/  */ /g'), $(nproc --all) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS"
-echo "torch: $(python -W ignore -c 'import torch, transformers; print(torch.__version__, "transformers", transformers.__version__)' 2>/dev/null)"
+echo "torch: $("$py" -W ignore -c 'import torch, transformers; print(torch.__version__, "transformers", transformers.__version__)' 2>/dev/null)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 for c in "${cases[@]}"; do
@@ -62,9 +68,9 @@ for c in "${cases[@]}"; do
       -o Engine.logging_freq=1 -o Engine.eval_freq=1000000 -o Engine.eval_iters=1 \
       -o Engine.save_load.save_steps=1000000 >"$out.stdout" 2>"$out.stderr" \
       || { echo "run_llama failed:"; cat "$out.stderr"; exit 1; }
-    a="$(python scripts/bench/llama_e2e.py log "$out/llama_log.json" --skip "$skip")"
+    a="$("$py" scripts/bench/llama_e2e.py log "$out/llama_log.json" --skip "$skip")"
     echo "round $round A: $a  [load $(cut -d' ' -f1 /proc/loadavg)]"
-    b="$(python -W ignore scripts/bench/llama_e2e.py run "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" --skip "$skip" --device "$DEVICE" "${ref_amp[@]}" "${ref_rc[@]}")"
+    b="$("$py" -W ignore scripts/bench/llama_e2e.py run "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" --skip "$skip" --device "$DEVICE" "${ref_amp[@]}" "${ref_rc[@]}")"
     echo "round $round B: $b  [load $(cut -d' ' -f1 /proc/loadavg)]"
     ours+=("$(rate "$a")") ref+=("$(rate "$b")")
   done

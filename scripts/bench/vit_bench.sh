@@ -16,7 +16,8 @@
 # both sides; other flags go to run_vit only.
 #
 # Needs target/release/run_vit (cargo build --release -p modelzoo-vit) and .venv with torch
-# and torchvision (scripts/setup.sh, python/requirements-reference.txt).
+# and torchvision (scripts/setup.sh, python/requirements-reference.txt); RUN_VIT and PYTHON
+# point elsewhere (scripts/gpu-check.sh on a GPU machine: carried binary, that machine's torch).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 model="${1:-vit_b_16}" bs="${2:-8}" steps="${3:-5}"
@@ -25,8 +26,8 @@ extra=("$@")
 rounds="${ROUNDS:-3}" warmup="${WARMUP:-2}" threads="${THREADS:-$(nproc)}"
 size="${IMAGE_SIZE:-224}" classes="${NUM_CLASSES:-1000}"
 (( rounds >= 3 )) || { echo "vit_bench: ROUNDS=$rounds; a median needs at least 3" >&2; exit 2; }
-py="$root/.venv/bin/python"
-bin="$root/target/release/run_vit"
+py="${PYTHON:-$root/.venv/bin/python}"
+bin="${RUN_VIT:-$root/target/release/run_vit}"
 [[ -x "$bin" ]] || { echo "vit_bench: $bin missing; run cargo build --release -p modelzoo-vit" >&2; exit 1; }
 "$py" -c 'import torchvision' 2>/dev/null \
     || { echo "vit_bench: $py has no torchvision; run scripts/setup.sh" >&2; exit 1; }
