@@ -393,9 +393,7 @@ impl Llama {
 
     /// Mean next-token cross entropy of `logits` `[b, t, v]` against `labels` `[b, t]`, in fp32.
     pub fn loss(logits: &Tensor, labels: &Tensor) -> Tensor {
-        let v = logits.size()[2];
-        modelzoo_engine::at_least_f32(&logits.reshape([-1, v]))
-            .cross_entropy_for_logits(&labels.reshape([-1]))
+        modelzoo_text::lm::next_token_loss(logits, labels)
     }
 
     /// Parameters, counting a tied embedding once.

@@ -4,10 +4,9 @@
 //! from Hugging Face weights.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use modelzoo_engine::app::{Built, OutputWriter, Plan, Recipe, RunContext, RunError};
-use modelzoo_engine::{runner, BatchSource, WorldInfo};
+use modelzoo_engine::{runner, BasicModule, WorldInfo};
 use run_scripts_template::StandardArgs;
 use tch::nn::VarStore;
 
@@ -17,7 +16,8 @@ use crate::config::LlamaConfig;
 use crate::generate::generate;
 use crate::model::Llama;
 use crate::module::{peak_flops, LlamaModule};
-use modelzoo_text::{Corpus, GptDataset, Split, TokenBatch, TokenBatches, Tokenizer};
+use modelzoo_text::lm::TokenData;
+use modelzoo_text::Tokenizer;
 
 /// The merged argument spec built by build.rs (standard.yaml + spec.yaml).
 pub const SPEC_YAML: &str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yaml"));
@@ -104,71 +104,13 @@ impl Recipe for LlamaRecipe {
         config: LlamaConfig,
         run: &RunContext,
     ) -> Result<Built<LlamaModule>, RunError> {
-        let (_, world) = run.rank_and_world();
-        let batch = config
-            .data
-            .batch_size
-            .resolve(world as u64)
-            .map_err(RunError::input)?;
-        let ds = &config.data.dataset;
-        let tokenizer = Tokenizer::load(ds.tokenizer.as_deref()).map_err(RunError::input)?;
-        let vocab = config.model.vocab_size;
-        if tokenizer.vocab_size() as i64 > vocab {
-            return Err(RunError::input(format!(
-                "the tokenizer has {} ids but Model.vocab_size is {vocab}: raise Model.vocab_size",
-                tokenizer.vocab_size()
-            )));
-        }
-        let corpus =
-            Arc::new(Corpus::open(ds.input_dir.as_deref(), &tokenizer).map_err(RunError::input)?);
-        let seq = ds.max_seq_len as usize;
-        let train_set = GptDataset::new(
-            Arc::clone(&corpus),
-            &ds.split,
-            Split::Train,
-            seq,
-            Some(ds.seed),
-        )
-        .map_err(RunError::input)?;
-        let val_set = GptDataset::new(Arc::clone(&corpus), &ds.split, Split::Valid, seq, None)
-            .map_err(RunError::input)?;
-        let micro = batch.micro as usize;
-        let accum = batch.accumulate_steps as usize;
-        let full_pass = train_set.len() / (micro * world);
-        if full_pass < accum {
-            return Err(RunError::input(format!(
-                "{}: the train split holds {} samples of {} tokens, fewer than one step of {} (local batch); use more data or a smaller batch / max_seq_len",
-                corpus.name(),
-                train_set.len(),
-                seq + 1,
-                batch.local
-            )));
-        }
-        // FleetX sizes a run by max_steps and lets the sample index wrap around the split.
-        let per_epoch = match run.settings.max_steps {
-            Some(m) => full_pass.max(m as usize * accum),
-            None => full_pass,
-        };
-        let train = match run.ddp {
-            Some(d) => TokenBatches::new(train_set, micro, vocab, per_epoch)
-                .sharded(d.world.rank, d.world.world_size),
-            None => TokenBatches::new(train_set, micro, vocab, per_epoch),
-        };
-        let val_batches = val_set.len() / micro;
-        let val = (val_batches > 0).then(|| {
-            Box::new(TokenBatches::new(val_set, micro, vocab, val_batches))
-                as Box<dyn BatchSource<TokenBatch>>
-        });
-        if val.is_none() {
-            tracing::warn!(
-                "the validation split has fewer than {micro} samples: no val.loss / val.ppl"
-            );
-        }
+        let data = TokenData::load(&config.data, config.model.vocab_size, run)?;
+        let (seq, micro, accum) = (data.seq, data.micro, data.accumulate);
         // The checkpoints carry what `--generate` needs to rebuild the model and tokenizer.
         let ckpt_dir = run.settings.ckpt_dir.clone();
         let meta = Meta {
             model: config.model.clone(),
-            tokenizer: ds.tokenizer.clone(),
+            tokenizer: config.data.dataset.tokenizer.clone(),
         };
         let write_meta: OutputWriter =
             Box::new(move || checkpoint::write_meta(&ckpt_dir, &meta).map_err(RunError::input));
@@ -178,21 +120,22 @@ impl Recipe for LlamaRecipe {
         );
         let (peak, peak_source) = peak_flops(run.train_device, &run.device.name(), amp);
         let module = LlamaModule::new(
-            &config.model,
+            |vs| Llama::new(vs, &config.model),
             config.optimizer.clone(),
             seq as i64,
             peak,
             run.settings.seed,
         );
         if let Some(path) = &args.pretrained {
-            module.load_pretrained(path).map_err(RunError::input)?;
+            let tied = module.model().config().tie_word_embeddings;
+            crate::pretrained::load(module.var_store(), path, tied).map_err(RunError::input)?;
             tracing::info!(weights = %path.display(), "starting from Hugging Face weights");
         }
         Ok(Built {
             module,
-            train: Box::new(train),
-            val,
-            data: format!("the training data of {}", corpus.name()),
+            train: Box::new(data.train),
+            val: data.val,
+            data: format!("the training data of {}", data.corpus),
             summary: format!(
                 "micro batch {micro} x {accum} accumulation, seq {seq}{}; MFU against {peak:.3e} FLOP/s ({peak_source})",
                 if config.model.use_recompute { ", activation recompute" } else { "" }

@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod corpus;
 pub mod generate;
+pub mod lm;
 pub mod mfu;
 pub mod npy;
 pub mod tokenizer;

@@ -3,12 +3,83 @@
 //! top-5 hits, so `run_resnet`, `run_vit` and the next model report the same metrics the same
 //! way.
 
+use std::path::Path;
+
 use tch::{Kind, Reduction, Tensor};
 
-use modelzoo_engine::EvalOutput;
+use modelzoo_engine::{runner, EvalOutput};
 
-use crate::datasets::{DataError, SharedDataset};
+use crate::datasets::{train_and_val, DataError, SharedDataset};
 use crate::loader::{Loader, LoaderOptions};
+
+/// Batches a classifier's loader keeps ready ahead of the step (`LoaderOptions::prefetch`).
+pub const PREFETCH: usize = 2;
+
+/// The images a classifier's run reads (`--dataset_path`: CIFAR-10 or an ImageFolder; without
+/// it synthetic images) and how it batches them: the standard arguments every image model has.
+#[derive(Debug, Clone, Copy)]
+pub struct ImageData<'a> {
+    pub dataset_path: Option<&'a Path>,
+    pub synthetic_samples: usize,
+    pub num_classes: usize,
+    pub image_size: usize,
+    pub batch_size: usize,
+    pub num_workers: usize,
+    pub seed: u64,
+}
+
+impl ImageData<'_> {
+    /// This process's train and validation loaders (rank `rank` of `world`): the sets of
+    /// [`train_and_val`] through [`train_val_loaders`], [`PREFETCH`] batches ahead.
+    pub fn loaders(&self, rank: usize, world: usize) -> Result<(Loader, Loader), DataError> {
+        let (train_set, val_set) = train_and_val(
+            self.dataset_path,
+            self.synthetic_samples,
+            self.num_classes,
+            self.image_size,
+            self.seed,
+        )?;
+        let opts = LoaderOptions {
+            batch_size: self.batch_size,
+            shuffle: true,
+            drop_last: true,
+            num_workers: self.num_workers,
+            prefetch: PREFETCH,
+            seed: self.seed,
+        };
+        train_val_loaders(train_set, val_set, opts, rank, world)
+    }
+}
+
+/// The host memory the loader of `batch` fp32 images of `image`² pixels holds at most
+/// ([`PREFETCH`] batches ready and one being filled), plus with synthetic data its class
+/// prototypes (`num_classes` × 3 × `image`² fp32, for the train and the validation set), and
+/// how a memory message describes it. Products saturate (see `runner::bytes`).
+pub fn loader_host_bytes(
+    batch: usize,
+    image: usize,
+    num_classes: usize,
+    synthetic: bool,
+) -> (u64, String) {
+    let (b, s, k) = (batch as u64, image as u64, num_classes as u64);
+    let input = runner::bytes(&[b, 3, s, s, 4]);
+    let prototypes = if synthetic {
+        runner::bytes(&[2, k, 3, s, s, 4])
+    } else {
+        0
+    };
+    let mut counted = format!(
+        "input {batch} x 3 x {image} x {image} fp32 ({} batches in the loader)",
+        PREFETCH + 1
+    );
+    if synthetic {
+        counted.push_str(" and its synthetic class prototypes");
+    }
+    (
+        runner::bytes_sum(&[runner::bytes(&[input, PREFETCH as u64 + 1]), prototypes]),
+        counted,
+    )
+}
 
 /// The loaders of a run: `train` shuffled, dropping the last partial batch and sharded as rank
 /// `rank` of `world`; `val` in order, keeping every sample (evaluated on each rank alike).

@@ -8,7 +8,9 @@ pub mod datasets;
 pub mod loader;
 pub mod transforms;
 
-pub use classify::{classification_eval, train_val_loaders};
+pub use classify::{
+    classification_eval, loader_host_bytes, train_val_loaders, ImageData, PREFETCH,
+};
 pub use datasets::{
     train_and_val, Cifar10, DataError, ImageFolder, SharedDataset, Split, Synthetic,
 };

@@ -3,7 +3,7 @@
 
 use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
 use modelzoo_engine::runner;
-use modelzoo_vision::{train_val_loaders, LoaderOptions};
+use modelzoo_vision::ImageData;
 use run_scripts_template::StandardArgs;
 
 use crate::args::ModelArgs;
@@ -39,25 +39,18 @@ impl Recipe for Recipe{{Camel}} {
         let (classes, size) = (args.num_classes as usize, args.image_size as usize);
         let seed = run.settings.seed;
         // --dataset_path: CIFAR-10 or an ImageFolder; without it, synthetic images.
-        let (train_set, val_set) = modelzoo_vision::train_and_val(
-            std.dataset_path.as_deref(),
-            args.synthetic_samples as usize,
-            classes,
-            size,
-            seed,
-        )
-        .map_err(RunError::input)?;
-        let opts = LoaderOptions {
-            batch_size: std.batch_size as usize,
-            shuffle: true,
-            drop_last: true,
-            num_workers: std.num_workers as usize,
-            prefetch: 2,
-            seed,
-        };
         let (rank, world) = run.rank_and_world();
-        let (train, val) = train_val_loaders(train_set, val_set, opts, rank, world)
-            .map_err(RunError::input)?;
+        let (train, val) = ImageData {
+            dataset_path: std.dataset_path.as_deref(),
+            synthetic_samples: args.synthetic_samples as usize,
+            num_classes: classes,
+            image_size: size,
+            batch_size: std.batch_size as usize,
+            num_workers: std.num_workers as usize,
+            seed,
+        }
+        .loaders(rank, world)
+        .map_err(RunError::input)?;
         Ok(Built {
             module: Module{{Camel}}::new(size as i64, classes as i64, std.lr, seed),
             train: Box::new(train),
