@@ -8,6 +8,14 @@ use device_sdaa::{Device, DeviceKind, DeviceSpec};
 use tch::nn::{self, Module, ModuleT};
 use tch::{Kind, Tensor};
 
+/// The emulated device's memory counters are process-wide: the tests that read them would
+/// see the allocations of tests running beside them, so every test here holds this.
+static DEVICE_MEMORY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    DEVICE_MEMORY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn sdaa() -> Device {
     common::use_emulator();
     match Device::open("sdaa:0".parse().unwrap()) {
@@ -45,6 +53,7 @@ fn net(vs: &nn::Path) -> nn::Sequential {
 
 #[test]
 fn opens_with_name_count_backend() {
+    let _serial = serial();
     let d = sdaa();
     assert_eq!(d.kind(), DeviceKind::Sdaa);
     assert_eq!(d.name(), "SDAA emulator device 0");
@@ -67,6 +76,7 @@ fn opens_with_name_count_backend() {
 
 #[test]
 fn tensors_round_trip_and_memory_is_accounted() {
+    let _serial = serial();
     let d = sdaa();
     let before = d.memory_info().expect("sdaa reports memory");
     let x = Tensor::arange(1_000_000, (Kind::Float, tch::Device::Cpu));
@@ -87,6 +97,7 @@ fn tensors_round_trip_and_memory_is_accounted() {
 
 #[test]
 fn conv_net_forward_backward_equals_cpu_bit_for_bit() {
+    let _serial = serial();
     let d = sdaa();
     // Other tests draw from the global generator concurrently: take inputs and initial weights
     // from one draw and copy them, rather than relying on re-seeding.
@@ -137,6 +148,7 @@ fn conv_net_forward_backward_equals_cpu_bit_for_bit() {
 
 #[test]
 fn autocast_on_sdaa_runs_convs_in_half_and_restores_state() {
+    let _serial = serial();
     let d = sdaa();
     let vs = nn::VarStore::new(tch::Device::Cpu);
     let conv = nn::conv2d(vs.root() / "c", 3, 4, 3, Default::default());
@@ -158,6 +170,7 @@ fn autocast_on_sdaa_runs_convs_in_half_and_restores_state() {
 
 #[test]
 fn sgd_training_steps_on_sdaa_equal_cpu_bit_for_bit() {
+    let _serial = serial();
     use tch::nn::OptimizerConfig;
     let d = sdaa();
     let input = Tensor::randn([8, 3, 16, 16], (Kind::Float, tch::Device::Cpu));
@@ -214,6 +227,7 @@ fn sgd_training_steps_on_sdaa_equal_cpu_bit_for_bit() {
 /// base's memory, and fresh outputs are counted as device memory.
 #[test]
 fn ops_without_a_kernel_run_in_place_on_device_memory() {
+    let _serial = serial();
     let d = sdaa();
     let x = Tensor::arange(24, (Kind::Float, tch::Device::Cpu)).reshape([4, 6]);
     let on = d.to_device(&x);

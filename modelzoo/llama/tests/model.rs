@@ -195,6 +195,7 @@ fn recompute_gives_the_same_gradients_under_bf16_autocast_and_tied_embeddings() 
 /// LLaMA-2-7B's published parameter counts, and the tiny model's variables add up to its count.
 #[test]
 fn shipped_configs_have_the_published_parameter_counts() {
+    let _rng = rng_lock(); // Llama::new draws its initial weights
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
     let count = |name: &str| {
         LlamaConfig::load(Some(&dir.join(name)), &[])
