@@ -18,6 +18,7 @@ pub mod rng;
 pub mod runner;
 pub mod scaler;
 mod settings;
+pub mod state_dict;
 
 pub use data::{BatchError, BatchSource};
 pub use device::TrainDevice;

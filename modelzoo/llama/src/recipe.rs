@@ -240,7 +240,7 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
                 }
                 Weights::Pretrained(file) => {
                     crate::pretrained::load(&vs, file, model_cfg.tie_word_embeddings)
-                        .map_err(RunError::input)?
+                        .map_err(RunError::input)?;
                 }
             }
             device.move_var_store(&mut vs).map_err(|e| {

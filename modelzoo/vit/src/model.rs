@@ -10,7 +10,7 @@
 //! (`heads.head`) on the class token. Dropout is 0, torchvision's default, so there is none.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 
 use device_sdaa::capture;
@@ -370,105 +370,19 @@ impl ModuleT for ViT {
     }
 }
 
-/// Weights from a safetensors file that do not fit the model.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read the state dict {path}: {message}")]
-    Read { path: PathBuf, message: String },
-    #[error("state dict {path} has no tensor {key:?}{more}; it must hold every parameter of the model under torchvision's names (conv_proj.weight, class_token, encoder.pos_embedding, encoder.layers.encoder_layer_0.ln_1.weight, ..., heads.head.bias)")]
-    Missing {
-        path: PathBuf,
-        key: String,
-        more: String,
-    },
-    #[error("state dict {path}: {key:?} has shape {got:?} but the model needs {want:?}; pass the --model_name, --image_size and --num_classes the weights were made for")]
-    Shape {
-        path: PathBuf,
-        key: String,
-        got: Vec<i64>,
-        want: Vec<i64>,
-    },
-    #[error("state dict {path} holds tensors the model does not have: {keys}; is it a state dict of this --model_name?")]
-    Unexpected { path: PathBuf, keys: String },
-}
+/// Why torchvision weights did not load (see [`load_safetensors`]).
+pub use modelzoo_engine::state_dict::StateDictError as LoadError;
 
-/// Copy every variable of `vs` from the safetensors state dict at `path`, matched by name
-/// (torchvision's `model.state_dict()` keys), converting the dtype (fp16 / bf16 files load into
-/// fp32 variables). Strict, like `load_state_dict(strict=True)`: a missing key, an extra key or
-/// a shape mismatch is an error naming the tensor, and then `vs` is left unchanged. Returns the
-/// number of tensors loaded.
+/// Copies every variable of `vs` from torchvision's safetensors state dict at `path`, by name,
+/// strictly (see [`modelzoo_engine::state_dict::load_safetensors`]). Returns the number of
+/// tensors loaded.
 pub fn load_safetensors(vs: &nn::VarStore, path: &Path) -> Result<usize, LoadError> {
-    let read = std::panic::catch_unwind(|| Tensor::read_safetensors(path));
-    let named = match read {
-        Ok(Ok(named)) => named,
-        Ok(Err(e)) => {
-            return Err(LoadError::Read {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })
-        }
-        Err(_) => {
-            return Err(LoadError::Read {
-                path: path.to_path_buf(),
-                message: "not a safetensors file".to_string(),
-            })
-        }
-    };
-    let mut file: std::collections::HashMap<String, Tensor> = named.into_iter().collect();
-    let mut vars: Vec<(String, Tensor)> = vs.variables().into_iter().collect();
-    vars.sort_by(|a, b| a.0.cmp(&b.0));
-    let missing: Vec<&String> = vars
-        .iter()
-        .map(|(k, _)| k)
-        .filter(|k| !file.contains_key(*k))
-        .collect();
-    if let Some(first) = missing.first() {
-        let more = match missing.len() {
-            1 => String::new(),
-            n => format!(" (and {} more missing)", n - 1),
-        };
-        return Err(LoadError::Missing {
-            path: path.to_path_buf(),
-            key: first.to_string(),
-            more,
-        });
-    }
-    for (key, var) in &vars {
-        let got = file[key].size();
-        if got != var.size() {
-            return Err(LoadError::Shape {
-                path: path.to_path_buf(),
-                key: key.clone(),
-                got,
-                want: var.size(),
-            });
-        }
-    }
-    let mut extra: Vec<&String> = file
-        .keys()
-        .filter(|k| !vars.iter().any(|(v, _)| v == *k))
-        .collect();
-    if !extra.is_empty() {
-        extra.sort();
-        let shown: Vec<String> = extra.iter().take(5).map(|k| format!("{k:?}")).collect();
-        let rest = extra.len().saturating_sub(5);
-        let keys = if rest > 0 {
-            format!("{} and {rest} more", shown.join(", "))
-        } else {
-            shown.join(", ")
-        };
-        return Err(LoadError::Unexpected {
-            path: path.to_path_buf(),
-            keys,
-        });
-    }
-    tch::no_grad(|| {
-        for (key, var) in &vars {
-            let src = file.remove(key).expect("checked above");
-            var.shallow_clone().copy_(&src);
-        }
-    });
-    Ok(vars.len())
+    modelzoo_engine::state_dict::load_safetensors(
+        vs,
+        path,
+        &|_| false,
+        "give torchvision's state dict (conv_proj.weight, class_token, encoder.pos_embedding, ..., heads.head.bias) of the --model_name, --image_size and --num_classes the weights were made for",
+    )
 }
 
 #[cfg(test)]
