@@ -106,6 +106,7 @@ pub struct Built<M: BasicModule> {
     pub summary: String,
     /// What the model writes into the output directory once the engine has claimed it (it
     /// holds no earlier run's checkpoints), before training: run_gpt's `gpt_config.json`.
+    /// Run by the main rank only.
     pub on_output_claimed: Option<OutputWriter>,
 }
 
@@ -389,7 +390,12 @@ fn train<R: Recipe>(
             out_dir.display()
         ))
     })?;
-    if let Some(write) = built.on_output_claimed {
+    // The main rank alone writes the run's files (as it does checkpoints and the JSON log):
+    // two ranks writing one file race, and the main rank's start of `fit` cleans up temp files.
+    if let (Some(write), true) = (
+        built.on_output_claimed,
+        ddp.as_ref().is_none_or(DataParallel::is_main),
+    ) {
         write()?;
     }
 

@@ -69,4 +69,8 @@ fn two_workers_match_one_worker_with_twice_the_batch() {
         );
     }
     assert!(one[7] < one[0] - 0.5, "it trains: {one:?}");
+    // The main rank alone writes what --generate needs beside the checkpoints (two ranks
+    // writing it raced with the main rank's temp-file cleanup).
+    let meta = dir.path().join("two/checkpoints/llama_config.json");
+    assert!(meta.is_file(), "{} missing", meta.display());
 }
