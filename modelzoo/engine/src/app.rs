@@ -327,6 +327,14 @@ pub fn settle_precision(
     }
 }
 
+/// Opens `--device` (cpu, cuda[:N], sdaa[:N]; a data-parallel worker's own card): for
+/// training, and for a command run instead of it (`run_gpt --generate`).
+pub fn open_device(std: &StandardArgs) -> Result<Device, RunError> {
+    let spec: DeviceSpec = std.device.parse().map_err(RunError::input)?;
+    let spec = runner::worker_device(spec).map_err(RunError::input)?;
+    Device::open(spec).map_err(|e| RunError::input(format!("cannot open device {spec}: {e}")))
+}
+
 /// The training run: plan, device, data parallel, output directory, module and data, metric
 /// log, then the engine's fit.
 fn train<R: Recipe>(
@@ -343,10 +351,7 @@ fn train<R: Recipe>(
     if let Some(r) = &settings.resume {
         crate::checkpoint::resolve(r).map_err(|e| RunError::input(format!("--resume: {e}")))?;
     }
-    let spec: DeviceSpec = std.device.parse().map_err(RunError::input)?;
-    let spec = runner::worker_device(spec).map_err(RunError::input)?;
-    let device = Device::open(spec)
-        .map_err(|e| RunError::input(format!("cannot open device {spec}: {e}")))?;
+    let device = open_device(std)?;
     if let Some(need) = &memory {
         let local_procs = WorldInfo::from_env()
             .map_err(RunError::input)?

@@ -145,17 +145,6 @@ impl Recipe for LlamaRecipe {
     }
 }
 
-/// Opens `--device` (cpu, cuda[:N], sdaa[:N]) for generation.
-fn open_device(std: &StandardArgs) -> Result<device_sdaa::Device, RunError> {
-    let spec = std
-        .device
-        .parse::<device_sdaa::DeviceSpec>()
-        .map_err(RunError::input)?;
-    let spec = runner::worker_device(spec).map_err(RunError::input)?;
-    device_sdaa::Device::open(spec)
-        .map_err(|e| RunError::input(format!("cannot open device {spec}: {e}")))
-}
-
 /// `--generate`: load a checkpoint, continue `--prompt`, print the generations.
 fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
     let prompt = args
@@ -209,7 +198,7 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
     };
     model_cfg.validate().map_err(RunError::input)?;
     let tokenizer = Tokenizer::load(tok_path.as_deref()).map_err(RunError::input)?;
-    let device = open_device(std)?;
+    let device = modelzoo_engine::app::open_device(std)?;
     let ids: Vec<i64> = tokenizer
         .encode(prompt)
         .map_err(RunError::input)?
