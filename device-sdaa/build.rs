@@ -1,4 +1,5 @@
-// Builds the C++ shim (csrc/shim.cpp, csrc/dist.cpp, csrc/capture.cpp, csrc/recompute.cpp) against the libtorch that torch-sys
+// Builds the C++ shim (csrc/shim.cpp, csrc/dist.cpp, csrc/capture.cpp, csrc/recompute.cpp,
+// csrc/optim.cpp) against the libtorch that torch-sys
 // linked, and bakes that libtorch's directory into the run path (build-support/rpath.rs).
 // Also builds the NCCL shim, a separate shared library that src/nccl.rs embeds (see
 // `nccl_shim`). With the `bindgen` feature, also generates the SDK declarations from
@@ -18,6 +19,7 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/dist.cpp");
     println!("cargo:rerun-if-changed=csrc/capture.cpp");
     println!("cargo:rerun-if-changed=csrc/recompute.cpp");
+    println!("cargo:rerun-if-changed=csrc/optim.cpp");
     println!("cargo:rerun-if-changed=csrc/protect.h");
     println!("cargo:rerun-if-changed=csrc/handles.h");
     println!("cargo:rerun-if-env-changed=GLOO_INCLUDE_DIR");
@@ -56,6 +58,7 @@ fn main() {
         .file("csrc/dist.cpp")
         .file("csrc/capture.cpp")
         .file("csrc/recompute.cpp")
+        .file("csrc/optim.cpp")
         .include(&include)
         .include(include.join("torch/csrc/api/include"))
         .flag("-std=c++17")

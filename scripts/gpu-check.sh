@@ -24,7 +24,7 @@ bench="$root/scripts/bench"
 checks=(device resnet50-bs64 resnet50-bs256 resnet50-bs256-channels-last gpt345m-bf16 vit-b16-amp llama-1b-bf16 ddp-nccl-1gpu compare-cuda-cpu)
 declare -A what=(
     [device]="open cuda:0 through the carried binaries (libtorch_cuda dlopen'ed at run time), \`modelzoo env\` device rows and memory (cudaMemGetInfo)"
-    [resnet50-bs64]="run_resnet resnet50 bs 64 at 224 px, fp32 and AMP (fp16 autocast + loss scaling): img/s vs PyTorch eager torchvision with the same settings"
+    [resnet50-bs64]="run_resnet resnet50 bs 64 at 224 px, fp32 and AMP (fp16 autocast + loss scaling), compute only (--fixed_batch, one batch kept on the GPU): img/s vs PyTorch eager torchvision with the same settings"
     [resnet50-bs256]="the same at bs 256"
     [resnet50-bs256-channels-last]="the same at bs 256, AMP, --channels_last on both sides"
     [gpt345m-bf16]="run_gpt gpt_345m_single_card.yaml, bf16 autocast, batch 8 x seq 1024: tokens/s and MFU vs PyTorch eager (scripts/bench/gpt_e2e.py, same model and recipe)"
@@ -64,7 +64,7 @@ py="${TORCH_PYTHON:-}"
 for c in "$py" /opt/torch/.venv/bin/python3 "$root/.venv/bin/python" python3; do
     [[ -n $c ]] && command -v "$c" >/dev/null 2>&1 && { py="$c"; break; }
 done
-# torchvision for the ResNet reference: the GPU image has it; here scripts/bench/resnet_bench.sh
+# torchvision for the ResNet reference: the GPU image has it; here scripts/bench/step_bench.sh
 # installs it into target/bench-py.
 [[ -d $root/target/bench-py/torchvision ]] && export PYTHONPATH="$root/target/bench-py${PYTHONPATH:+:$PYTHONPATH}"
 RR="$bin_dir/run_resnet" RG="$bin_dir/run_gpt" RV="$bin_dir/run_vit" RL="$bin_dir/run_llama" MZ="$bin_dir/modelzoo"
@@ -134,7 +134,7 @@ if ((dry)); then
             device) echo "  $MZ env --json"; echo "  $(cmd_resnet "$work/open" "$dev" resnet18 8 2 --image_size 32)" ;;
             resnet50-*)
                 while IFS= read -r f; do
-                    echo "  A: $(cmd_resnet "$work/$id" "$dev" "$r50" "$(resnet_batch "$id")" "$steps" $f)"
+                    echo "  A: $(cmd_resnet "$work/$id" "$dev" "$r50" "$(resnet_batch "$id")" "$steps" $f --fixed_batch)"
                     echo "  B: $(cmd_resnet_ref "$r50" "$(resnet_batch "$id")" ${f/--autocast/--amp})"
                 done < <(resnet_flags "$id") ;;
             gpt345m-bf16) echo "  A: $(cmd_gpt "$work/gpt")"; echo "  B: $(cmd_gpt_ref)" ;;
@@ -199,7 +199,7 @@ check_resnet() { # id
         local label="$id ${f:-fp32}" ours=() refs=() r ok=1
         for r in $(seq "$rounds"); do
             local d="$work/$id-$(echo "$f" | tr -dc 'a-z')-$r" j
-            if ! run_logged "$(cmd_resnet "$d" "$dev" "$r50" "$bs" "$steps" $f)" "$d.log"; then
+            if ! run_logged "$(cmd_resnet "$d" "$dev" "$r50" "$bs" "$steps" $f --fixed_batch)" "$d.log"; then
                 row "$label" "run_resnet round $r" "failed: $(tail_of "$d.log")" FAIL; ok=0; break
             fi
             ours+=("$(log_rate "$d/${r50%% *}_log.json" ips)")

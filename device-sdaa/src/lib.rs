@@ -17,6 +17,7 @@ pub mod dist;
 pub mod dump;
 mod error;
 pub mod nccl;
+pub mod optim;
 pub mod recompute;
 pub mod report;
 pub mod sdaa;

@@ -7,7 +7,7 @@
 #   scripts/bench/ddp_bench.sh [batch_per_worker] [image_size] [rounds]   (defaults 16 64 2)
 #
 # Needs target/release/run_resnet (make build); installs torchvision into target/bench-py/
-# as scripts/bench/resnet_bench.sh does.
+# as scripts/bench/step_bench.sh does.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bs="${1:-16}" size="${2:-64}" rounds="${3:-2}"

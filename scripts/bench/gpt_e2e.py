@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch eager reference for scripts/bench/gpt_e2e.sh: the training run `run_gpt` does, in
+"""PyTorch eager reference for scripts/bench/step_bench.sh: the training run `run_gpt` does, in
 plain PyTorch, for the same FleetX config file.
 
 Same model as modelzoo_gpt::Gpt (the network of scripts/bench/gpt_step.py: pre-LN GPT-2,
@@ -12,10 +12,14 @@ clip_grad_norm_ to the config's clip_norm, fp32 cross entropy).
 
 Each step is timed like modelzoo-engine's train.ips window with logging_freq 1: from the end
 of the previous step to after the loss is read (batch building, forward, backward, clip,
-AdamW, zero_grad), tokens = batch x seq.
+AdamW, zero_grad), tokens = batch x seq. `--data loader` (end to end, the default) reads the
+windows through a Dataset + DataLoader(shuffle, num_workers=0: run_gpt reads its windows on the
+training thread too); `--data fixed` (compute only) trains every step on one batch made once,
+as `run_gpt --fixed_batch` does.
 
 Usage:
   gpt_e2e.py run CONFIG.yaml --batch B --seq S --steps N --skip W [--device cuda] [--amp bf16|fp16]
+             [--data loader|fixed]
       prints `pytorch tokens/s X (median step M, best step B)`, X = total tokens / total
       time over steps W+1..N; --device runs it there (the loss read each step syncs), --amp
       under torch.autocast with that dtype (fp16 with a GradScaler)
@@ -86,7 +90,7 @@ def from_log(path, skip):
     print(f"run_gpt tokens/s {rate} [iterations {timed[0]}..{timed[-1]} of {iters[-1]}]")
 
 
-def train(cfg_path, batch, seq, steps, skip, seed, device="cpu", amp=None):
+def train(cfg_path, batch, seq, steps, skip, seed, device="cpu", amp=None, data_mode="loader"):
     import torch
     import torch.nn.functional as F
 
@@ -136,18 +140,32 @@ def train(cfg_path, batch, seq, steps, skip, seed, device="cpu", amp=None):
     )
     with open(CORPUS, "rb") as f:
         data = torch.tensor(list(f.read()), dtype=torch.int64)
-    gen = torch.Generator().manual_seed(seed)
 
-    def next_batch():
-        starts = torch.randint(len(data) - seq - 1, (batch,), generator=gen).tolist()
-        rows = torch.stack([data[s : s + seq + 1] for s in starts])
-        return rows[:, :-1].contiguous().to(dev), rows[:, 1:].contiguous().to(dev)
+    class Windows(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(data) - seq - 1
+
+        def __getitem__(self, i):
+            return data[i : i + seq + 1]
+
+    if data_mode == "fixed":
+        rows = Windows()[0].repeat(batch, 1)
+        batches = (rows for _ in range(steps))
+    else:
+        batches = torch.utils.data.DataLoader(
+            Windows(),
+            batch_size=batch,
+            shuffle=True,
+            generator=torch.Generator().manual_seed(seed),
+            num_workers=0,
+            drop_last=True,
+        )
 
     model.train()
     step_tokens, step_secs, losses = [], [], []
     start = time.perf_counter()
-    for step in range(steps):
-        x, y = next_batch()
+    for step, rows in zip(range(steps), batches):
+        x, y = rows[:, :-1].contiguous().to(dev), rows[:, 1:].contiguous().to(dev)
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
         with torch.autocast(dev.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
@@ -169,7 +187,7 @@ def train(cfg_path, batch, seq, steps, skip, seed, device="cpu", amp=None):
     rate = summary([t / s for t, s in zip(step_tokens[skip:], step_secs[skip:])])
     print(
         f"pytorch tokens/s {rate} [steps {skip + 1}..{steps}, {torch.get_num_threads()} "
-        f"threads, loss {losses[0]:.3f} -> {losses[-1]:.3f}]"
+        f"threads, data {data_mode}, loss {losses[0]:.3f} -> {losses[-1]:.3f}]"
     )
 
 
@@ -185,6 +203,7 @@ def main():
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--device", default="cpu")
     r.add_argument("--amp", choices=["bf16", "fp16"])
+    r.add_argument("--data", choices=["loader", "fixed"], default="loader")
     lg = sub.add_parser("log")
     lg.add_argument("path")
     lg.add_argument("--skip", type=int, required=True)
@@ -194,7 +213,7 @@ def main():
     else:
         if a.skip >= a.steps:
             sys.exit("error: --skip must be below --steps")
-        train(a.config, a.batch, a.seq, a.steps, a.skip, a.seed, a.device, a.amp)
+        train(a.config, a.batch, a.seq, a.steps, a.skip, a.seed, a.device, a.amp, a.data)
 
 
 if __name__ == "__main__":

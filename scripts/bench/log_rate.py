@@ -7,7 +7,7 @@ Reads the `LOG` records holding `train.ips` (and `train.mfu` when present) in or
 first W (warm-up; with logging_freq 1 that is the first W steps), and prints one JSON line:
   {"ips": total items / total time, "steps": k, "mfu": mean train.mfu or null}
 total items / total time is the harmonic mean of the per-step rates (each step holds the same
-number of items). Used by scripts/bench/resnet_bench.sh and scripts/gpu-check.sh.
+number of items). Used by scripts/bench/step_bench.sh and scripts/gpu-check.sh.
 """
 import argparse
 import json

@@ -181,6 +181,7 @@ fn chain(e: &(dyn Error + 'static)) -> String {
 
 /// The whole life of a `run_<model>` process; its `main` is `app::main(Recipe)`.
 pub fn main<R: Recipe>(recipe: R) -> ExitCode {
+    keep_freed_memory();
     let program = R::PROGRAM;
     let (resolved, std) = match start(program, R::ABOUT, R::SPEC_YAML) {
         Ok(parsed) => parsed,
@@ -228,6 +229,30 @@ pub fn main<R: Recipe>(recipe: R) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// glibc malloc hands large freed blocks back to the kernel (mmap'd blocks, and the heap's top
+/// past the trim threshold), so every training step faults the same activation and gradient
+/// buffers in again, page by page: 10% of a ResNet-18 step on the CPU went to zeroing fresh
+/// pages (docs/benchmarks.md, "The training step against PyTorch eager"). A training process
+/// reuses the same sizes step after step, so keep freed memory in the heap: blocks up to
+/// glibc's mmap ceiling (32 MiB) come from the heap and the heap is not trimmed. Left alone
+/// when the user tunes malloc themselves (`GLIBC_TUNABLES`, `MALLOC_*_`).
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let user_tuned = std::env::vars_os().any(|(k, _)| {
+            let k = k.to_string_lossy();
+            k == "GLIBC_TUNABLES" || (k.starts_with("MALLOC_") && k.ends_with('_'))
+        });
+        if !user_tuned {
+            // SAFETY: mallopt only changes allocator parameters (it takes malloc's own locks).
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tch::{Kind, Tensor};
 
 use crate::checkpoint::{self, Counters};
-use crate::data::BatchSource;
+use crate::data::{BatchError, BatchSource};
 use crate::device::TrainDevice;
 use crate::dist::{self, DataParallel};
 use crate::driver;
@@ -63,6 +63,8 @@ pub struct Engine<'d, M: BasicModule> {
     ddp: Option<DataParallel>,
     /// Optimizer steps of the schedule `fit` runs (saved with checkpoints).
     total_steps: Option<u64>,
+    /// `--fixed_batch`: the first batch, on the device, that every step trains on.
+    fixed: Option<M::Batch>,
 }
 
 /// What `fit` works toward, fixed before its first step.
@@ -144,6 +146,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             all_vars,
             ddp: None,
             total_steps: None,
+            fixed: None,
         })
     }
 
@@ -237,15 +240,31 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             let skip = self.counters.batch_in_epoch as usize;
             let mut micro = 0u64;
             let mut step_loss: Option<Tensor> = None;
+            // `None`: train on the batch `--fixed_batch` keeps (the source's first).
+            let source: Box<dyn Iterator<Item = Result<Option<M::Batch>, BatchError>>> =
+                match (s.fixed_batch, &self.fixed) {
+                    (false, _) => Box::new(train.epoch_batches(epoch, skip).map(|b| b.map(Some))),
+                    (true, Some(_)) => Box::new(std::iter::repeat_with(|| Ok(None))),
+                    (true, None) => Box::new(
+                        train
+                            .epoch_batches(epoch, skip)
+                            .take(1)
+                            .map(|b| b.map(Some))
+                            .chain(std::iter::repeat_with(|| Ok(None))),
+                    ),
+                };
             for batch in timeline
-                .batches(train.epoch_batches(epoch, skip))
+                .batches(source)
                 .take(batches_this_epoch.saturating_sub(skip))
             {
                 let batch = batch.map_err(EngineError::Data)?;
                 if micro == 0 {
                     dumping = self.begin_step(plan.rank)?;
                 }
-                let items = self.module.items_in(&batch);
+                let items = batch
+                    .as_ref()
+                    .or(self.fixed.as_ref())
+                    .map_or(0, |b| self.module.items_in(b));
                 window.items += items;
                 timeline.add_items(items);
                 let loss = self.micro_step(batch, micro + 1 == accum, accum)?;
@@ -381,17 +400,24 @@ impl<'d, M: BasicModule> Engine<'d, M> {
     /// One micro-batch: to the device, forward (under autocast with AMP), backward of the loss
     /// divided over the `accum` micro-batches of the step (and scaled for fp16). `sync` marks
     /// the step's last micro-batch, where data parallel averages the gradients. Returns the
-    /// loss, detached (read from the device only when it is logged).
+    /// loss, detached (read from the device only when it is logged). `None` trains on the
+    /// batch `--fixed_batch` keeps.
     fn micro_step(
         &mut self,
-        batch: M::Batch,
+        batch: Option<M::Batch>,
         sync: bool,
         accum: u64,
     ) -> Result<Tensor, EngineError> {
         if let (Some(ddp), true) = (self.ddp.as_mut(), sync) {
             ddp.before_forward()?;
         }
-        let batch = self.module.pretreating_batch(batch, self.device);
+        let batch = match batch {
+            Some(b) => self.module.pretreating_batch(b, self.device),
+            None => self
+                .fixed
+                .take()
+                .ok_or_else(|| EngineError::Settings("--fixed_batch: no batch kept".into()))?,
+        };
         let (amp, dtype) = match self.settings.precision {
             Precision::Fp32 => (false, Kind::Float),
             Precision::Amp { dtype, .. } => (true, dtype),
@@ -412,6 +438,9 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         match &self.scaler {
             Some(sc) => sc.scale_loss(&scaled).backward(),
             None => scaled.backward(),
+        }
+        if self.settings.fixed_batch {
+            self.fixed = Some(batch);
         }
         Ok(loss.detach())
     }

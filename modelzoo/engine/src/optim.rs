@@ -166,84 +166,178 @@ impl Optimizer {
             .collect()
     }
 
-    /// Set every gradient to zero (keeps the buffers, like `zero_grad(set_to_none=False)`).
+    /// Drop every gradient (`zero_grad()`'s default, `set_to_none=True`): the next backward
+    /// writes fresh gradients instead of adding into zero-filled buffers.
     pub fn zero_grad(&mut self) {
-        for p in &mut self.params {
-            let mut g = p.param.grad();
-            if g.defined() {
-                let _ = g.zero_();
+        let params: Vec<&Tensor> = self.params.iter().map(|p| &p.param).collect();
+        if let Err(e) = device_sdaa::optim::set_grads_to_none(&params) {
+            tracing::debug!("{e}; zero-filling the gradients instead");
+            for p in &self.params {
+                let mut g = p.param.grad();
+                if g.defined() {
+                    let _ = g.zero_();
+                }
             }
         }
     }
 
-    /// One update at learning rate `lr` (PyTorch's `SGD` / `AdamW` semantics).
+    /// One update at learning rate `lr` (PyTorch's `SGD` / `AdamW` semantics). Parameters on
+    /// the CPU or CUDA go through libtorch's fused kernels (`fused=True` in torch.optim), one
+    /// call per weight-decay group; any other (an SDAA tensor, a channels-last weight) takes
+    /// the single-tensor update torch.optim uses by default.
     pub fn step(&mut self, lr: f64) {
         self.updates += 1;
-        let t = self.updates as i32;
-        let wd = self.config.weight_decay;
-        let algorithm = self.config.algorithm;
+        let (algorithm, wd, step) = (
+            self.config.algorithm,
+            self.config.weight_decay,
+            self.updates,
+        );
+        let grads: Vec<Tensor> = self.params.iter().map(|p| p.param.grad()).collect();
+        // Fused groups: (decays, dtype, device) -> parameter indices.
+        let mut groups: Vec<((bool, Kind, tch::Device), Vec<usize>)> = Vec::new();
+        let mut single = Vec::new();
+        for (i, (p, g)) in self.params.iter().zip(&grads).enumerate() {
+            if !g.defined() {
+                continue;
+            }
+            let mut all = vec![&p.param, g];
+            all.extend(p.state.iter());
+            if !device_sdaa::optim::fusable(&all) {
+                single.push(i);
+                continue;
+            }
+            let key = (p.decay, p.param.kind(), p.param.device());
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((key, vec![i])),
+            }
+        }
+        for ((decay, _, _), members) in groups {
+            let group_wd = if decay { wd } else { 0.0 };
+            if let Err(e) = self.fused_update(&members, &grads, algorithm, lr, group_wd, step) {
+                tracing::debug!("{e}; single-tensor update instead");
+                single.extend(members);
+            }
+        }
         tch::no_grad(|| {
-            for p in &mut self.params {
-                let mut g = p.param.grad();
-                if !g.defined() {
-                    continue;
-                }
-                match algorithm {
-                    Algorithm::Sgd { momentum, nesterov } => {
-                        if p.decay && wd != 0.0 {
-                            let _ = g.g_add_(&(&p.param * wd));
-                        }
-                        let update = if momentum != 0.0 {
-                            let buf = &mut p.state[0];
-                            let _ = buf.g_mul_scalar_(momentum).g_add_(&g);
-                            if nesterov {
-                                &g + &*buf * momentum
-                            } else {
-                                buf.shallow_clone()
-                            }
-                        } else {
-                            g
-                        };
-                        let _ = p.param.g_sub_(&(update * lr));
-                    }
-                    Algorithm::AdamW {
-                        beta1,
-                        beta2,
-                        epsilon,
-                    } => {
-                        if p.decay && wd != 0.0 {
-                            let _ = p.param.g_mul_scalar_(1.0 - lr * wd);
-                        }
-                        // torch.optim.AdamW's single-tensor update, in place where it is.
-                        let g = g.to_kind(p.state[0].kind());
-                        let _ = p.state[0].lerp_(&g, 1.0 - beta1);
-                        let _ = p.state[1]
-                            .g_mul_scalar_(beta2)
-                            .addcmul_(&g, &(&g * (1.0 - beta2)));
-                        if lr == 0.0 {
-                            continue;
-                        }
-                        let bc1 = 1.0 - beta1.powi(t);
-                        let bc2 = 1.0 - beta2.powi(t);
-                        // param += exp_avg / denom with denom = -(√v̂ + ε)·bc1/lr: one
-                        // temporary, no step-sized copy of exp_avg.
-                        let mut denom = p.state[1].sqrt();
-                        let _ = denom
-                            .g_div_scalar_(bc2.sqrt())
-                            .g_add_scalar_(epsilon)
-                            .g_mul_scalar_(-bc1 / lr);
-                        let _ = p
-                            .param
-                            .addcdiv_(&p.state[0], &denom.to_kind(p.param.kind()));
-                    }
-                }
+            for i in single {
+                let p = &mut self.params[i];
+                let group_wd = if p.decay { wd } else { 0.0 };
+                single_tensor_update(p, grads[i].shallow_clone(), algorithm, lr, group_wd, step);
             }
         });
+    }
+
+    fn fused_update(
+        &self,
+        members: &[usize],
+        grads: &[Tensor],
+        algorithm: Algorithm,
+        lr: f64,
+        weight_decay: f64,
+        step: u64,
+    ) -> Result<(), device_sdaa::DeviceError> {
+        let params: Vec<&Tensor> = members.iter().map(|&i| &self.params[i].param).collect();
+        let grads: Vec<&Tensor> = members.iter().map(|&i| &grads[i]).collect();
+        let slot = |s: usize| -> Vec<&Tensor> {
+            members.iter().map(|&i| &self.params[i].state[s]).collect()
+        };
+        match algorithm {
+            Algorithm::Sgd { momentum, nesterov } => device_sdaa::optim::fused_sgd(
+                &params,
+                &grads,
+                &slot(0),
+                device_sdaa::optim::Sgd {
+                    lr,
+                    momentum,
+                    weight_decay,
+                    nesterov,
+                },
+            ),
+            Algorithm::AdamW {
+                beta1,
+                beta2,
+                epsilon,
+            } => device_sdaa::optim::fused_adamw(
+                &params,
+                &grads,
+                &slot(0),
+                &slot(1),
+                device_sdaa::optim::AdamW {
+                    lr,
+                    beta1,
+                    beta2,
+                    eps: epsilon,
+                    weight_decay,
+                    step,
+                },
+            ),
+        }
     }
 
     /// The update count as a tensor, for checkpoints.
     pub(crate) fn updates_tensor(&self) -> Tensor {
         Tensor::from_slice(&[self.updates as i64]).to_kind(Kind::Int64)
+    }
+}
+
+/// torch.optim's default single-tensor update of one parameter (under no_grad), in place
+/// where torch's is; `weight_decay` is the parameter's group's.
+fn single_tensor_update(
+    p: &mut ParamState,
+    mut g: Tensor,
+    algorithm: Algorithm,
+    lr: f64,
+    weight_decay: f64,
+    step: u64,
+) {
+    match algorithm {
+        Algorithm::Sgd { momentum, nesterov } => {
+            if weight_decay != 0.0 {
+                g = &g + &p.param * weight_decay;
+            }
+            let update = if momentum != 0.0 {
+                let buf = &mut p.state[0];
+                let _ = buf.g_mul_scalar_(momentum).g_add_(&g);
+                if nesterov {
+                    &g + &*buf * momentum
+                } else {
+                    buf.shallow_clone()
+                }
+            } else {
+                g
+            };
+            let _ = p.param.g_sub_(&(update * lr));
+        }
+        Algorithm::AdamW {
+            beta1,
+            beta2,
+            epsilon,
+        } => {
+            if weight_decay != 0.0 {
+                let _ = p.param.g_mul_scalar_(1.0 - lr * weight_decay);
+            }
+            let g = g.to_kind(p.state[0].kind());
+            let _ = p.state[0].lerp_(&g, 1.0 - beta1);
+            let _ = p.state[1]
+                .g_mul_scalar_(beta2)
+                .addcmul_(&g, &(&g * (1.0 - beta2)));
+            if lr == 0.0 {
+                return;
+            }
+            let bc1 = 1.0 - beta1.powi(step as i32);
+            let bc2 = 1.0 - beta2.powi(step as i32);
+            // param += exp_avg / denom with denom = -(√v̂ + ε)·bc1/lr: one temporary, no
+            // step-sized copy of exp_avg.
+            let mut denom = p.state[1].sqrt();
+            let _ = denom
+                .g_div_scalar_(bc2.sqrt())
+                .g_add_scalar_(epsilon)
+                .g_mul_scalar_(-bc1 / lr);
+            let _ = p
+                .param
+                .addcdiv_(&p.state[0], &denom.to_kind(p.param.kind()));
+        }
     }
 }
 
@@ -344,6 +438,70 @@ mod tests {
         assert!((bv[0] - 0.4700336987499041).abs() < 1e-12, "{bv:?}");
         assert_eq!(opt.state_entries().len(), 4);
         assert_eq!(opt.state_entries()[0].0, "optim/b/exp_avg");
+    }
+
+    /// `shape` filled from `values` as a leaf needing grad: contiguous, channels-last, or a
+    /// strided slice (not dense, so the single-tensor update takes it).
+    fn leaf(values: &Tensor, layout: &str) -> Tensor {
+        let t = match layout {
+            "contiguous" => values.copy(),
+            "channels_last" => values
+                .permute([0, 2, 3, 1])
+                .contiguous()
+                .permute([0, 3, 1, 2]),
+            _ => Tensor::cat(&[values, values], 3).slice(3, 0, values.size()[3], 1),
+        };
+        t.detach().set_requires_grad(true)
+    }
+
+    #[test]
+    fn fused_and_single_tensor_updates_agree_for_every_layout() {
+        tch::manual_seed(7);
+        let start = Tensor::randn([2, 3, 4, 5], (Kind::Float, tch::Device::Cpu));
+        let k = Tensor::randn([2, 3, 4, 5], (Kind::Float, tch::Device::Cpu));
+        for algorithm in [
+            Algorithm::Sgd {
+                momentum: 0.9,
+                nesterov: true,
+            },
+            Algorithm::AdamW {
+                beta1: 0.9,
+                beta2: 0.95,
+                epsilon: 1e-8,
+            },
+        ] {
+            let cfg = OptimizerConfig {
+                lr: 0.05,
+                algorithm,
+                weight_decay: 0.1,
+                schedule: Schedule::Constant,
+                clip_grad_norm: None,
+            };
+            let mut out = Vec::new();
+            for layout in ["contiguous", "channels_last", "strided"] {
+                let w = leaf(&start, layout);
+                let mut opt = Optimizer::new(vec![("w".into(), w.shallow_clone())], cfg.clone());
+                for _ in 0..3 {
+                    ((&w * &k).sum(Kind::Float) + (&w * &w).sum(Kind::Float)).backward();
+                    let fused =
+                        device_sdaa::optim::fusable(&[&w, &w.grad(), &opt.params[0].state[0]]);
+                    assert_eq!(fused, layout != "strided", "{layout}: fused path taken");
+                    opt.step(0.05);
+                    opt.zero_grad();
+                    assert!(!w.grad().defined(), "zero_grad drops the gradient");
+                }
+                out.push((layout, w.detach().contiguous()));
+            }
+            let moved = (&out[0].1 - &start).abs().max().double_value(&[]);
+            assert!(moved > 1e-3, "{algorithm:?} moved the weights ({moved})");
+            for (layout, w) in &out[1..] {
+                let diff = (w - &out[0].1).abs().max().double_value(&[]);
+                assert!(
+                    diff < 1e-6,
+                    "{algorithm:?}: {layout} differs from contiguous by {diff}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -146,6 +146,7 @@ pub fn settings_from_args(
     s.seed = std.seed as u64;
     s.rank = dllogger::rank_from_env().unwrap_or(0) as i64;
     s.dump = crate::dump::from_args(std)?;
+    s.fixed_batch = std.fixed_batch;
     Ok(s)
 }
 

@@ -44,6 +44,9 @@ pub struct EngineSettings {
     pub progress: bool,
     /// `--dump`: write a precision dump of one step.
     pub dump: Option<crate::DumpSettings>,
+    /// `--fixed_batch`: every step trains on the first batch, kept on the device (compute-only
+    /// throughput, as NVIDIA's and FlagPerf's synthetic data backends measure it).
+    pub fixed_batch: bool,
 }
 
 impl Default for EngineSettings {
@@ -64,6 +67,7 @@ impl Default for EngineSettings {
             rank: 0,
             progress: true,
             dump: None,
+            fixed_batch: false,
         }
     }
 }

@@ -357,3 +357,37 @@ fn a_batch_the_source_cannot_produce_stops_fit_and_evaluate_with_its_message() {
     let err = e.predict(&val).unwrap_err();
     assert!(err.to_string().contains("token id 999"), "{err}");
 }
+
+#[test]
+fn fixed_batch_reads_the_source_once_and_trains_every_step_on_that_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let dev = tch::Device::Cpu;
+    let mut sink = Collect::default();
+    let settings = EngineSettings {
+        num_train_epochs: 2,
+        ckpt_dir: d.path().join("ckpt"),
+        progress: false,
+        fixed_batch: true,
+        ..EngineSettings::default()
+    };
+    let summary = {
+        let mut e = Engine::new(Linear::new(), &dev, settings, Box::new(&mut sink)).unwrap();
+        // Every batch after the first is an error: only the first may be read.
+        let train = FailsAt {
+            inner: loader(16),
+            bad: 1,
+        };
+        e.fit(&train, None).unwrap()
+    };
+    assert_eq!(summary.steps, 8, "2 epochs x 4 steps, all on batch 0");
+    let losses: Vec<f64> = sink
+        .lines
+        .iter()
+        .filter_map(|(_, _, m)| m.iter().find(|(k, _)| k == "train.loss").map(|(_, v)| *v))
+        .collect();
+    assert_eq!(losses.len(), 8);
+    assert!(
+        losses[7] < 0.5 * losses[0],
+        "one batch, trained on 8 times, is fitted: {losses:?}"
+    );
+}

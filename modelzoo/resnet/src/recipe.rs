@@ -1,6 +1,7 @@
 //! How `run_resnet` runs: its [`Recipe`] for the engine's entry point — the engine settings
 //! from the `Engine` section and the flags, then the datasets, loaders and the module.
 
+use device_sdaa::DeviceKind;
 use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
 use modelzoo_engine::runner;
 use run_scripts_template::StandardArgs;
@@ -78,6 +79,7 @@ impl Recipe for ResNetRecipe {
         let seed = run.settings.seed;
         let root = std.dataset_path.as_deref();
         let (rank, world) = run.rank_and_world();
+        let channels_last = channels_last(std, args, run.device.kind())?;
         let (train, val) = ImageData {
             dataset_path: std.dataset_path.as_deref(),
             synthetic_samples: args.synthetic_samples as usize,
@@ -97,7 +99,7 @@ impl Recipe for ResNetRecipe {
             label_smoothing: args.label_smoothing,
             warmup_epochs: args.warmup_epochs,
             clip_grad_norm: args.clip_grad_norm,
-            channels_last: args.channels_last,
+            channels_last,
         };
         let mut module = ResNetModule::new(variant(std)?, num_classes as i64, hyper, seed);
         if args.sync_bn {
@@ -120,6 +122,34 @@ impl Recipe for ResNetRecipe {
             summary: format!("batch {batch_size}"),
             on_output_claimed: None,
         })
+    }
+}
+
+/// `--memory_format` (`--channels_last` = nhwc) settled for the device: see spec.yaml.
+fn channels_last(
+    std: &StandardArgs,
+    args: &ModelArgs,
+    device: DeviceKind,
+) -> Result<bool, RunError> {
+    let nhwc = nhwc(
+        &args.memory_format,
+        args.channels_last,
+        device,
+        std.dump.is_some(),
+    )
+    .map_err(RunError::input)?;
+    tracing::info!("memory format {}", if nhwc { "nhwc" } else { "nchw" });
+    Ok(nhwc)
+}
+
+fn nhwc(format: &str, channels_last: bool, device: DeviceKind, dump: bool) -> Result<bool, &str> {
+    match (format, channels_last) {
+        ("nchw", true) => {
+            Err("--channels_last asks for nhwc and --memory_format nchw for nchw: drop one")
+        }
+        ("nhwc", _) | (_, true) => Ok(true),
+        ("nchw", _) => Ok(false),
+        _ => Ok(device == DeviceKind::Cpu && !dump),
     }
 }
 
@@ -158,5 +188,22 @@ pub fn memory_need(
         device,
         args: format!("--batch_size {batch} --image_size {image} --num_classes {num_classes}"),
         counted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_memory_format_is_nhwc_on_the_cpu_only_and_never_for_a_dump() {
+        assert_eq!(nhwc("auto", false, DeviceKind::Cpu, false), Ok(true));
+        assert_eq!(nhwc("auto", false, DeviceKind::Cpu, true), Ok(false));
+        assert_eq!(nhwc("auto", false, DeviceKind::Cuda, false), Ok(false));
+        assert_eq!(nhwc("auto", false, DeviceKind::Sdaa, false), Ok(false));
+        assert_eq!(nhwc("auto", true, DeviceKind::Sdaa, false), Ok(true));
+        assert_eq!(nhwc("nhwc", false, DeviceKind::Cuda, true), Ok(true));
+        assert_eq!(nhwc("nchw", false, DeviceKind::Cpu, false), Ok(false));
+        assert!(nhwc("nchw", true, DeviceKind::Cpu, false).is_err());
     }
 }

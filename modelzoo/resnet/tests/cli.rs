@@ -91,6 +91,18 @@ fn bad_input_exits_2_with_a_clear_message() {
         ),
         (vec!["--amp_dtype".into(), "fp8".into()], "auto, fp16, bf16"),
         (
+            vec!["--memory_format".into(), "nhcw".into()],
+            "auto, nchw, nhwc",
+        ),
+        (
+            vec![
+                "--channels_last".into(),
+                "--memory_format".into(),
+                "nchw".into(),
+            ],
+            "--channels_last asks for nhwc and --memory_format nchw for nchw: drop one",
+        ),
+        (
             vec!["--bs".into(), "0".into()],
             "--batch_size 0: must be a positive integer",
         ),
