@@ -30,7 +30,7 @@ for ((r = 0; r < rounds; r++)); do
         rm -rf "$out/run" "$out/dump"
         # shellcheck disable=SC2086 # flags are words
         OMP_NUM_THREADS="$threads" RUST_LOG=warn "$bin" --model_name resnet50 --batch_size "$bs" \
-            --image_size "$size" --step 3 --logging_freq 1 --num_workers 1 \
+            --image_size "$size" --step 3 --logging_freq 1 --num_workers 1 --memory_format nchw \
             --synthetic_samples $((bs * 4)) --output_dir "$out/run" $flags >/dev/null
         step=$("$py" - "$out/run/resnet50_log.json" "$bs" <<'PY'
 import json, sys

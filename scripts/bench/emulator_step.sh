@@ -19,7 +19,7 @@ py="$root/.venv/bin/python"
 [[ -f "$root/target/sdaa-emulator/lib64/libtorch_sdaa.so" ]] ||
     { echo "emulator_step: the SDAA emulator is not built; run make build" >&2; exit 1; }
 threads="${OMP_NUM_THREADS:-$(nproc)}"
-cases=("cpu fp32:--device cpu" "emulated sdaa fp32:--device sdaa" "emulated sdaa AMP (fp16):--device sdaa --autocast")
+cases=("cpu fp32:--device cpu --memory_format nchw" "emulated sdaa fp32:--device sdaa" "emulated sdaa AMP (fp16):--device sdaa --autocast")
 
 echo "machine: $(lscpu | grep 'Model name' | sed 's/ \+/ /g'), $(nproc) cores, threads $threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "case: resnet50 batch $bs, ${size}px, $steps timed steps after 1 warm-up, $rounds rounds (order rotates)"
