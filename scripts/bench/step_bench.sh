@@ -7,6 +7,8 @@
 #       cases: resnet18 resnet50 gpt124m (the default) and gpt_tiny; --device (or DEVICE=) runs
 #       both sides there (default cpu)
 #   ROUNDS=3  THREADS="1 2"  PRECISIONS="fp32 bf16"  MODES="compute e2e"
+#   REFERENCE_NHWC=1: the ResNet reference in channels-last too (run_resnet's CPU default),
+#   to separate the layout's share of the lead from the rest
 #
 # The two comparisons (issue #17):
 #   compute  one batch made once and kept in memory: run_<model> --fixed_batch, the reference's
@@ -16,8 +18,9 @@
 #            run_gpt's token windows vs a DataLoader, both on the training thread
 # ResNet: batch 16 at 224 px, SGD momentum 0.9, wd 1e-4, 2 warm-up + 5 timed steps. GPT: the
 # FleetX config, batch 1 x seq 128 (124M) / 16 x 64 (tiny), AdamW, FleetX cosine, clip 1.0,
-# dropout 0, 2 (5 for tiny) warm-up steps excluded. bf16 = autocast on both sides. Threads =
-# OMP_NUM_THREADS for both. Prints one line per round, then a markdown table.
+# dropout 0, 2 (5 for tiny) warm-up steps excluded. bf16 = autocast on both sides (ResNet on
+# CUDA: fp16 autocast with loss scaling on both sides, as run_resnet and the reference do).
+# Threads = OMP_NUM_THREADS for both. Prints one line per round, then a markdown table.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bench="$root/scripts/bench"
@@ -66,6 +69,7 @@ round() {
         [[ $prec == bf16 ]] && { ours_flags+=(--autocast); ref_flags+=(--amp); }
         [[ $mode == compute ]] && { ours_flags+=(--fixed_batch); ref_flags+=(--data fixed); }
         [[ $mode == e2e ]] && ref_flags+=(--data loader --num_workers 1)
+        [[ ${REFERENCE_NHWC:-0} == 1 ]] && ref_flags+=(--channels_last)
         "$root/target/release/run_resnet" --model_name "$case" --batch_size $bs --step $((warm + steps)) \
             --logging_freq 1 --num_workers 1 --synthetic_samples $((bs * (warm + steps + 1))) \
             --device "$device" --output_dir "$out" "${ours_flags[@]}" >"$tmp/stdout" 2>"$tmp/stderr" \

@@ -323,17 +323,22 @@ impl BatchSource<ImageBatch> for FailsAt {
     }
 }
 
+/// Two epochs, checkpoints under `dir`, no progress bar.
+fn two_epochs(dir: &std::path::Path) -> EngineSettings {
+    EngineSettings {
+        num_train_epochs: 2,
+        ckpt_dir: dir.join("ckpt"),
+        progress: false,
+        ..EngineSettings::default()
+    }
+}
+
 #[test]
 fn a_batch_the_source_cannot_produce_stops_fit_and_evaluate_with_its_message() {
     let d = tempfile::tempdir().unwrap();
     let dev = tch::Device::Cpu;
     let mut sink = Collect::default();
-    let settings = EngineSettings {
-        num_train_epochs: 2,
-        ckpt_dir: d.path().join("ckpt"),
-        progress: false,
-        ..EngineSettings::default()
-    };
+    let settings = two_epochs(d.path());
     let mut e = Engine::new(Linear::new(), &dev, settings, Box::new(&mut sink)).unwrap();
     let train = FailsAt {
         inner: loader(16),
@@ -364,11 +369,8 @@ fn fixed_batch_reads_the_source_once_and_trains_every_step_on_that_batch() {
     let dev = tch::Device::Cpu;
     let mut sink = Collect::default();
     let settings = EngineSettings {
-        num_train_epochs: 2,
-        ckpt_dir: d.path().join("ckpt"),
-        progress: false,
         fixed_batch: true,
-        ..EngineSettings::default()
+        ..two_epochs(d.path())
     };
     let summary = {
         let mut e = Engine::new(Linear::new(), &dev, settings, Box::new(&mut sink)).unwrap();
