@@ -183,8 +183,8 @@ impl Optimizer {
 
     /// One update at learning rate `lr` (PyTorch's `SGD` / `AdamW` semantics). Parameters on
     /// the CPU or CUDA go through libtorch's fused kernels (`fused=True` in torch.optim), one
-    /// call per weight-decay group; any other (an SDAA tensor, a channels-last weight) takes
-    /// the single-tensor update torch.optim uses by default.
+    /// call per weight-decay group (channels-last weights included); any other (an SDAA
+    /// tensor, a non-dense layout) takes the single-tensor update torch.optim uses by default.
     pub fn step(&mut self, lr: f64) {
         self.updates += 1;
         let (algorithm, wd, step) = (
