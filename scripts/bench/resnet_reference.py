@@ -75,6 +75,7 @@ def main():
     steps = a.warmup + a.steps
     if a.data == "fixed":
         x = torch.randn(a.batch_size, 3, a.image_size, a.image_size, device=dev)
+        x = x.to(memory_format=fmt)  # once, as run_resnet --fixed_batch keeps its batch
         y = torch.randint(0, a.num_classes, (a.batch_size,), device=dev)
         batches = ((x, y) for _ in range(steps))
     else:
