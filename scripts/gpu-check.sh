@@ -9,9 +9,13 @@
 #   scripts/gpu-check.sh --smoke              the same checks, tiny and on the CPU: tests this
 #                                             script itself (its figures measure nothing)
 #
-# On the lent machine (from this repo's root, after `make build` here): a device run carrying
-# target/release/run_resnet, target/release/run_gpt and target/release/modelzoo, with
-#     bash scripts/gpu-check.sh --out $OUT/gpu-check.md
+# On the lent machine (from this repo's root, after `make build` here): strip the binaries into an
+# ignored folder (unstripped they are over the device tool's 64 MiB carry limit), carry it, run
+#     mkdir -p out/gpu-bin && for b in run_resnet run_gpt run_vit run_llama modelzoo modelzoo-env; do
+#         strip -o out/gpu-bin/$b target/release/$b; done          # here
+#     bash scripts/gpu-check.sh --bin-dir out/gpu-bin --only ID,... --out $OUT/gpu-check.md   # there
+# The whole list takes longer than one device command may run: split it with --only. Each row is
+# also printed to stderr as it is measured, so a run cut off by a time limit keeps its rows.
 #
 # Side-by-side figures alternate run_<model> and PyTorch eager rounds (A/B/A/B...) and report the
 # median of --rounds (default 3). Each check is independent: a failing one is recorded with the
@@ -34,7 +38,7 @@ declare -A what=(
     [compare-cuda-cpu]="run_resnet resnet18 at 32 px, 30 steps, same seed on cuda and on cpu; \`modelzoo compare\` of the two logs (1% rule)"
 )
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set /p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
 die() { echo "gpu-check: $*" >&2; exit 2; }
 
 dry=0 smoke=0 out="" only="" rounds=3 bin_dir="$root/target/release"
@@ -144,16 +148,16 @@ if ((dry)); then
                 echo "  A: $(cmd_resnet "$work/plain" "$dev" "$r50" "$bs_small" "$steps" --autocast)"
                 echo "  B: $(cmd_ddp1 "$work/ddp" 29601)" ;;
             compare-cuda-cpu)
-                echo "  $(cmd_cmp_run "$work/cmp-cuda" "$dev")"
-                echo "  $(cmd_cmp_run "$work/cmp-cpu" cpu)"
-                echo "  $MZ compare --baseline $work/cmp-cuda/resnet18_log.json --candidate $work/cmp-cpu/resnet18_log.json --report-dir $work/cmp-report" ;;
+                echo "  $(cmd_cmp_run "$work/cmp-baseline" "$dev")"
+                echo "  $(cmd_cmp_run "$work/cmp-candidate" cpu)"
+                echo "  $MZ compare --baseline $work/cmp-baseline/resnet18_log.json --candidate $work/cmp-candidate/resnet18_log.json --report-dir $work/cmp-report" ;;
         esac
     done
     exit 0
 fi
 
-for b in "$RR" "$RG" "$RV" "$RL" "$MZ"; do
-    [[ -x $b ]] || die "$b missing: run 'make build' here and carry target/release/{run_resnet,run_gpt,run_vit,run_llama,modelzoo}"
+for b in "$RR" "$RG" "$RV" "$RL" "$MZ" "$bin_dir/modelzoo-env"; do
+    [[ -x $b ]] || die "$b missing: run 'make build' here and carry run_resnet, run_gpt, run_vit, run_llama, modelzoo and modelzoo-env (see --help)"
 done
 torch_lib="$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)" \
     || die "$py cannot import torch; set TORCH_PYTHON to the python of torch 2.11.0"
@@ -169,6 +173,7 @@ fi
 rows=() failures=0
 row() { # check figure detail verdict
     rows+=("| $1 | $2 | $3 | $4 |")
+    echo "gpu-check: row | $1 | $2 | $3 | $4 |" >&2 # survives a run cut off before the table
     [[ $4 == PASS* || $4 == info ]] || failures=$((failures + 1))
 }
 tail_of() { tail -n 15 "$1" | sed 's/|/\\|/g' | tr '\n' ' ' | cut -c1-600; }
@@ -265,15 +270,16 @@ check_ddp() {
         "$(py_eval '"PASS" if float(a[0]) < 3 else "MISS"' "$over")"
 }
 
-check_compare() {
-    local d
-    for d in "$dev" cpu; do
-        if ! run_logged "$(cmd_cmp_run "$work/cmp-$d" "$d")" "$work/cmp-$d.log"; then
-            row compare-cuda-cpu "run_resnet $d" "failed: $(tail_of "$work/cmp-$d.log")" FAIL; return
+check_compare() { # the baseline on $dev, the candidate on the CPU (separate dirs: --smoke runs both on cpu)
+    local side d
+    for side in baseline:"$dev" candidate:cpu; do
+        d=${side#*:} side=${side%%:*}
+        if ! run_logged "$(cmd_cmp_run "$work/cmp-$side" "$d")" "$work/cmp-$side.log"; then
+            row compare-cuda-cpu "run_resnet $d" "failed: $(tail_of "$work/cmp-$side.log")" FAIL; return
         fi
     done
     local verdict=PASS
-    "$MZ" compare --baseline "$work/cmp-$dev/resnet18_log.json" --candidate "$work/cmp-cpu/resnet18_log.json" \
+    "$MZ" compare --baseline "$work/cmp-baseline/resnet18_log.json" --candidate "$work/cmp-candidate/resnet18_log.json" \
         --report-dir "$work/cmp-report" >"$work/cmp.txt" 2>&1 || verdict=FAIL
     row compare-cuda-cpu "$dev baseline vs cpu candidate" "$(tail_of "$work/cmp.txt")" "$verdict"
 }

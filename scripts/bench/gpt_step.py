@@ -52,7 +52,7 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(h)
 
     def forward(self, ids):
-        pos = torch.arange(ids.shape[1])
+        pos = torch.arange(ids.shape[1], device=ids.device)
         x = self.wte(ids) + self.wpe(pos)
         for block in self.h:
             x = block(x)
