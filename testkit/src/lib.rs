@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// The repository root (this crate lives in `modelzoo/testkit`).
+/// The repository root (this crate lives in `testkit/`).
 pub fn workspace_root() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     root.canonicalize().unwrap_or(root)
 }
 
