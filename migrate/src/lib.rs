@@ -7,17 +7,16 @@
 
 pub mod pysrc;
 pub mod record;
+pub mod report;
 pub mod rules;
 pub mod tree;
 
 use std::fmt::Write as _;
 
-pub use record::{WrittenFile, RECORD_FILE};
+pub use record::RECORD_FILE;
+pub use report::{display_path, FileChange, Finding, Report, Skipped, WrittenFile};
 pub use rules::{migrate_text, Action, FileKind, FileOutcome, Note, Rule, RULES};
-pub use tree::{
-    display_path, scan, write, FileChange, Finding, MigrateError, Report, Skipped, Written,
-    TEMP_PREFIX,
-};
+pub use tree::{scan, write, MigrateError, Written, TEMP_PREFIX};
 
 /// The unified diff of every change (`a/<path>` → `b/<path>`), as `git diff` would show it.
 pub fn render_diff(report: &Report) -> String {

@@ -11,24 +11,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::tree::{display_path, Finding, Report};
+use crate::report::{display_path, Finding, Report, WrittenFile};
 use crate::RULES;
 
 /// The record's file name, in the migrated directory.
 pub const RECORD_FILE: &str = "MIGRATION.md";
 
 const MARKER: &str = "<!-- modelzoo-migrate record v1";
-
-/// A file a `--write` rewrote, and where.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WrittenFile {
-    /// Path relative to the migrated directory.
-    pub path: PathBuf,
-    /// Changed lines of the written file, e.g. `3, 8-9`.
-    pub lines: String,
-    /// Rewrites per rule, e.g. `apex-amp×4, cuda-method×3`.
-    pub rewrites: String,
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct RecordedFinding {

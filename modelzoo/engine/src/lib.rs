@@ -11,6 +11,7 @@ pub mod dist;
 pub mod driver;
 pub mod dump;
 mod engine;
+mod error;
 pub mod launch;
 mod module;
 pub mod optim;

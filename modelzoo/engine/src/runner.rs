@@ -10,6 +10,7 @@ use dllogger::{JsonStreamBackend, Logger, Metadata, StdOutBackend, Value, Verbos
 use model_config::fleetx::EngineConfig;
 use run_scripts_template::StandardArgs;
 
+use crate::error::RunError;
 use crate::launch::LaunchPlan;
 use crate::{DataParallel, EngineError, EngineSettings, MetricSink, TrainDevice, WorldInfo};
 
@@ -156,8 +157,7 @@ pub fn settings_from_args(
 pub fn settings_from_config(
     std: &StandardArgs,
     sections: &[&str],
-) -> Result<EngineSettings, crate::app::RunError> {
-    use crate::app::RunError;
+) -> Result<EngineSettings, RunError> {
     let tree = model_config::fleetx::load(std.config.as_deref(), &std.r#override)
         .map_err(RunError::input)?;
     tree.check_sections(sections).map_err(RunError::input)?;
@@ -365,26 +365,4 @@ impl MetricSink for DlloggerSink<'_> {
     fn info(&mut self, text: &str) {
         self.0.info(text);
     }
-}
-
-/// The useful part of a libtorch error carried by a tch panic: its message without the C++
-/// stack and the dispatcher's list of backends.
-pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    let raw = payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-        .unwrap_or("unknown error");
-    let first = raw
-        .split("\\n")
-        .next()
-        .unwrap_or(raw)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim();
-    let cut = first
-        .find(" is only available for these backends")
-        .map_or(first, |i| &first[..i]);
-    cut.chars().take(600).collect()
 }

@@ -1,6 +1,6 @@
 //! One dump of one training step, read from disk: the modelzoo format (`meta.json` +
 //! `records.jsonl` + `tensors/*.npy`, docs/diff.md) or an msprobe statistics dump
-//! (`dump.json`, read by [`super::msprobe`]).
+//! (`dump.json`, read by [`super::msprobe`]); [`super::load`] reads either.
 //!
 //! A path given on the command line may name the step directory itself, a dump root holding
 //! `rank<r>/step<N>/` directories, or msprobe's `dump.json` (or a directory holding one).
@@ -98,16 +98,6 @@ impl Dump {
     }
 }
 
-/// Read the dump at `path` (see the module doc for what `path` may name); `rank` / `step`
-/// choose one when a root holds several.
-pub fn load(path: &Path, rank: Option<u32>, step: Option<u64>) -> Result<Dump, DiffError> {
-    let found = locate(path, rank, step)?;
-    if found.extension().is_some_and(|e| e == "json") {
-        return super::msprobe::load(&found);
-    }
-    load_step_dir(&found)
-}
-
 fn not_a_dump(path: &Path, why: impl Into<String>) -> DiffError {
     DiffError::NotADump {
         path: path.to_path_buf(),
@@ -127,7 +117,9 @@ fn dump_at(dir: &Path) -> Option<PathBuf> {
     }
 }
 
-fn locate(path: &Path, rank: Option<u32>, step: Option<u64>) -> Result<PathBuf, DiffError> {
+/// The one dump `path` names (see the module doc): a step directory, or msprobe's dump.json;
+/// `rank` / `step` choose one when a root holds several.
+pub fn locate(path: &Path, rank: Option<u32>, step: Option<u64>) -> Result<PathBuf, DiffError> {
     if path.is_file() {
         return if path.extension().is_some_and(|e| e == "json") {
             Ok(path.to_path_buf())
@@ -197,7 +189,8 @@ fn locate(path: &Path, rank: Option<u32>, step: Option<u64>) -> Result<PathBuf, 
     }
 }
 
-fn load_step_dir(dir: &Path) -> Result<Dump, DiffError> {
+/// Read a modelzoo-format step directory (meta.json, records.jsonl, tensors/).
+pub fn load_step_dir(dir: &Path) -> Result<Dump, DiffError> {
     let meta_path = dir.join("meta.json");
     if !meta_path.is_file() {
         return Err(not_a_dump(

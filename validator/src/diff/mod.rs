@@ -167,15 +167,29 @@ impl Diff {
     }
 }
 
+/// Read the dump at `path`, in the modelzoo format or msprobe's (see [`dump`] for what `path`
+/// may name); `rank` / `step` choose one when a root holds several.
+pub fn load(
+    path: &std::path::Path,
+    rank: Option<u32>,
+    step: Option<u64>,
+) -> Result<Dump, DiffError> {
+    let found = dump::locate(path, rank, step)?;
+    if found.extension().is_some_and(|e| e == "json") {
+        return msprobe::load(&found);
+    }
+    dump::load_step_dir(&found)
+}
+
 /// Read the dumps `options` names and diff them.
 pub fn diff(options: &Options) -> Result<Diff, DiffError> {
     let (b, c) = rayon::join(
-        || dump::load(&options.baseline, options.rank, options.step),
-        || dump::load(&options.candidate, options.rank, options.step),
+        || load(&options.baseline, options.rank, options.step),
+        || load(&options.candidate, options.rank, options.step),
     );
     let (b, c) = (b?, c?);
     let r = match &options.reference {
-        Some(p) => Some(dump::load(p, options.rank, options.step)?),
+        Some(p) => Some(load(p, options.rank, options.step)?),
         None => None,
     };
     diff_dumps(&b, &c, r.as_ref())
