@@ -36,6 +36,21 @@ pub enum StateDictError {
     },
 }
 
+/// Checks `--pretrained <path>` before a run starts: it must name a regular file. The message
+/// says which way it is wrong and ends with `what` (the kind of file expected).
+pub fn check_weights_file(path: &Path, what: &str) -> Result<(), String> {
+    let why = if path.is_dir() {
+        "is a directory; give the file inside it"
+    } else if !path.exists() {
+        "no such file"
+    } else if !path.is_file() {
+        "not a regular file"
+    } else {
+        return Ok(());
+    };
+    Err(format!("--pretrained {}: {why}; {what}", path.display()))
+}
+
 /// Copies every variable of `vs` from the safetensors file at `path`, matched by name and
 /// converted to the variable's dtype (fp16 / bf16 files load into fp32 variables). File
 /// tensors for which `ignore` is true are passed over (buffers the reference saves but the

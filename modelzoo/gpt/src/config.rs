@@ -2,62 +2,18 @@
 //! comes from `model_config::fleetx`), typed with serde so a misspelled key is an error that
 //! lists the valid keys, and validated so an option we cannot honour is an error naming it.
 
-use std::path::{Path, PathBuf};
-
-use model_config::fleetx::{self, ConfigError, ConfigTree, EngineConfig};
+use modelzoo_engine::runner::MemoryNeed;
+use modelzoo_text::config::{unsupported, ModelSection};
 use serde::{Deserialize, Serialize};
 
 // The sections every decoder model shares live in modelzoo-text (run_llama reads them too).
 pub use modelzoo_text::config::{
-    BatchSize, Data, Dataset, DecodeStrategy, Generation, GradClip, LrSchedule, NamedClip,
-    Optimizer, ResolvedBatch, Unsupported,
+    BatchSize, Data, Dataset, DecodeStrategy, Generation, GradClip, LmConfig, LmConfigError,
+    LrSchedule, NamedClip, Optimizer, ResolvedBatch, Unsupported, SECTIONS,
 };
 
-/// Sections a GPT config may contain (FleetX names).
-pub const SECTIONS: &[&str] = &[
-    "Global",
-    "Engine",
-    "Data",
-    "Model",
-    "Optimizer",
-    "Generation",
-    "Fused",
-    "Distributed",
-    "Profiler",
-    "Inference",
-];
-
-/// A config value we parse but cannot honour, or values that contradict each other.
-#[derive(Debug, thiserror::Error)]
-pub enum GptConfigError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// A shared section (`Data`, `Optimizer`, `Generation`) holds a value we cannot honour.
-    #[error(transparent)]
-    Section(#[from] Unsupported),
-    /// A training `-c` file with no sections at all (empty, blank or only comments).
-    #[error("{}: the config is empty: training it would silently use the built-in GPT-2 small (124M) for everything; give a complete config (e.g. modelzoo/gpt/configs/gpt_124m.yaml), or leave out -c to train those defaults on purpose", path.display())]
-    EmptyFile { path: PathBuf },
-    /// A training `-c` file without the `Model` section (truncated, or the wrong file).
-    #[error("{}: no `Model` section (found: {}); is the file truncated? run_gpt needs the architecture from the config (see modelzoo/gpt/configs/gpt_124m.yaml); leave out -c to train the built-in GPT-2 small (124M) on purpose", path.display(), found.join(", "))]
-    NoModel { path: PathBuf, found: Vec<String> },
-    #[error("`{key}` = {value}: {reason}")]
-    Unsupported {
-        /// Full key path, e.g. `Model.use_recompute`.
-        key: &'static str,
-        value: String,
-        /// Why, and what to do instead.
-        reason: String,
-    },
-}
-
-fn unsupported(key: &'static str, value: impl ToString, reason: impl ToString) -> GptConfigError {
-    GptConfigError::Unsupported {
-        key,
-        value: value.to_string(),
-        reason: reason.to_string(),
-    }
-}
+/// Every section of a GPT config, typed and validated.
+pub type GptConfig = LmConfig<Model>;
 
 /// `Model`: the GPT architecture (FleetX `GPTModel` keys).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,7 +81,7 @@ impl Model {
     }
 
     /// [`Model::num_params`] in 64-bit arithmetic that saturates instead of overflowing, for
-    /// sizing configs too large to build (see [`GptConfig::memory_need`]). Call after
+    /// sizing configs too large to build (see [`ModelSection::memory_need`]). Call after
     /// [`Model::validate`] (every size positive).
     pub fn num_params_saturating(&self) -> u64 {
         use modelzoo_engine::runner::{bytes, bytes_sum};
@@ -156,7 +112,7 @@ impl Model {
     }
 
     /// Rejects shapes that cannot build and options we do not implement.
-    pub fn validate(&self) -> Result<(), GptConfigError> {
+    pub fn validate(&self) -> Result<(), Unsupported> {
         if let Some(name) = &self.name {
             if name != "GPT" {
                 return Err(unsupported("Model.name", name, "run_gpt builds only `GPT`"));
@@ -232,44 +188,17 @@ impl Model {
     }
 }
 
-/// Every section of a GPT config, typed and validated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GptConfig {
-    pub engine: EngineConfig,
-    pub data: Data,
-    pub model: Model,
-    pub optimizer: Optimizer,
-    pub generation: Generation,
-}
+impl ModelSection for Model {
+    const PROGRAM: &'static str = "run_gpt";
+    const DEFAULTS: &'static str = "the built-in GPT-2 small (124M)";
+    const EXAMPLE: &'static str = "modelzoo/gpt/configs/gpt_124m.yaml";
 
-impl GptConfig {
-    /// [`GptConfig::load`] for training: a `-c` file must describe the model. An empty or
-    /// truncated file parses (as nothing, or without its `Model` section) and would otherwise
-    /// train the built-in 124M defaults — a different run from the one asked for, and one
-    /// that may not fit in memory. Without `-c` the defaults are what the user asked for.
-    pub fn load_for_training(
-        path: Option<&Path>,
-        overrides: &[String],
-    ) -> Result<GptConfig, GptConfigError> {
-        let mut tree = fleetx::load(path, &[])?;
-        if let Some(path) = path {
-            let found = tree.section_names();
-            if found.is_empty() {
-                return Err(GptConfigError::EmptyFile {
-                    path: path.to_path_buf(),
-                });
-            }
-            if tree.raw().get("Model").is_none_or(|m| m.is_null()) {
-                return Err(GptConfigError::NoModel {
-                    path: path.to_path_buf(),
-                    found,
-                });
-            }
-        }
-        for text in overrides {
-            tree.apply_override(text)?;
-        }
-        GptConfig::from_tree(&tree)
+    fn validate(&self) -> Result<(), Unsupported> {
+        Model::validate(self)
+    }
+
+    fn max_position_embeddings(&self) -> i64 {
+        self.max_position_embeddings
     }
 
     /// The least memory one training step with micro-batches of `micro` needs (see
@@ -280,13 +209,13 @@ impl GptConfig {
     /// stream (micro × max_seq_len × hidden_size), 2 bytes each under autocast — with
     /// `use_recompute` only the residual stream (each block's input). The host holds
     /// a few token batches. Products saturate, so an overflowing size counts as too large.
-    pub fn memory_need(&self, micro: u64, amp: bool) -> modelzoo_engine::runner::MemoryNeed {
-        use modelzoo_engine::runner::{bytes, bytes_sum, MemoryNeed};
-        let m = &self.model;
-        let seq = self.data.dataset.max_seq_len;
+    fn memory_need(&self, data: &Data, micro: u64, amp: bool) -> MemoryNeed {
+        use modelzoo_engine::runner::{bytes, bytes_sum};
+        let m = self;
+        let seq = data.dataset.max_seq_len;
         let u = |v: i64| v.max(0) as u64;
         let act = if amp { 2 } else { 4 };
-        let params = self.model.num_params_saturating();
+        let params = self.num_params_saturating();
         let device = bytes_sum(&[
             bytes(&[params, 16]),
             bytes(&[2, micro, seq, u(m.vocab_size), 4]),
@@ -322,45 +251,5 @@ impl GptConfig {
             ),
             counted: "fp32 weights, gradients and AdamW moments, logits, attention probabilities and residual stream of every layer".into(),
         }
-    }
-
-    /// Reads `-c file` (optional) with `-o` overrides, then validates every section.
-    pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<GptConfig, GptConfigError> {
-        let tree = fleetx::load(path, overrides)?;
-        GptConfig::from_tree(&tree)
-    }
-
-    /// Typed sections of an already merged tree.
-    pub fn from_tree(tree: &ConfigTree) -> Result<GptConfig, GptConfigError> {
-        tree.check_sections(SECTIONS)?;
-        let config = GptConfig {
-            engine: tree.section("Engine")?.unwrap_or_default(),
-            data: tree.section("Data")?.unwrap_or_default(),
-            model: tree.section("Model")?.unwrap_or_default(),
-            optimizer: tree.section("Optimizer")?.unwrap_or_default(),
-            generation: tree.section("Generation")?.unwrap_or_default(),
-        };
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// Cross-section checks on top of each section's own.
-    pub fn validate(&self) -> Result<(), GptConfigError> {
-        self.model.validate()?;
-        self.optimizer.validate("run_gpt")?;
-        self.generation.validate()?;
-        let seq = self.data.dataset.max_seq_len;
-        if seq == 0 || seq as i64 > self.model.max_position_embeddings {
-            return Err(unsupported(
-                "Data.dataset.max_seq_len",
-                seq,
-                format!(
-                    "must be in 1..={} (Model.max_position_embeddings)",
-                    self.model.max_position_embeddings
-                ),
-            ));
-        }
-        self.data.batch_size.resolve(1)?;
-        Ok(())
     }
 }

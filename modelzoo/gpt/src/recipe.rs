@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use modelzoo_engine::app::{Built, OutputWriter, Plan, Recipe, RunContext, RunError};
-use modelzoo_engine::{runner, WorldInfo};
 use run_scripts_template::StandardArgs;
 use tch::nn::VarStore;
 
@@ -23,33 +22,6 @@ pub const SPEC_YAML: &str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yam
 
 /// `run_gpt`: FleetX's GPT single-card pretraining and zero-shot generation.
 pub struct GptRecipe;
-
-/// The training config from `-c` / `-o` with the standard flags the user typed on top.
-fn training_config(std: &StandardArgs) -> Result<GptConfig, RunError> {
-    let mut config = GptConfig::load_for_training(std.config.as_deref(), &std.r#override)
-        .map_err(RunError::input)?;
-    if std.explicit.batch_size {
-        let bs = std.batch_size as u64;
-        let b = &mut config.data.batch_size;
-        b.local_batch_size = Some(bs);
-        b.global_batch_size = None;
-        b.micro_batch_size = b.micro_batch_size.min(bs);
-    }
-    if std.explicit.lr {
-        config.optimizer.lr.max_lr = std.lr;
-    }
-    if let Some(dir) = &std.dataset_path {
-        config.data.dataset.input_dir = Some(dir.clone());
-    }
-    config.validate().map_err(RunError::input)?;
-    Ok(config)
-}
-
-fn world_size() -> Result<usize, RunError> {
-    Ok(WorldInfo::from_env()
-        .map_err(RunError::input)?
-        .map_or(1, |w| w.world_size))
-}
 
 impl Recipe for GptRecipe {
     type Args = ModelArgs;
@@ -69,23 +41,7 @@ impl Recipe for GptRecipe {
     }
 
     fn plan(&self, std: &StandardArgs, _args: &ModelArgs) -> Result<Plan<GptConfig>, RunError> {
-        let config = training_config(std)?;
-        // FleetX: global batch = local batch × data-parallel processes.
-        let batch = config
-            .data
-            .batch_size
-            .resolve(world_size()? as u64)
-            .map_err(RunError::input)?;
-        let section = std.config.is_some().then_some(&config.engine);
-        let mut settings = runner::settings_from_args(std, section).map_err(RunError::input)?;
-        settings.accumulate_steps = batch.accumulate_steps;
-        let amp = std.autocast || section.is_some_and(|e| e.mix_precision.use_pure_fp16);
-        Ok(Plan {
-            settings,
-            batch_size: batch.local as usize,
-            memory: Some(config.memory_need(batch.micro, amp)),
-            prepared: config,
-        })
+        modelzoo_text::lm::plan(std)
     }
 
     fn build(

@@ -4,46 +4,17 @@
 //! comes from `model_config::fleetx`. Typed with serde so a misspelled key is an error that
 //! lists the valid keys, validated so an option we cannot honour is an error naming it.
 
-use std::path::{Path, PathBuf};
-
-use model_config::fleetx::{self, ConfigError, ConfigTree, EngineConfig};
-use modelzoo_text::config::unsupported;
+use modelzoo_engine::runner::MemoryNeed;
+use modelzoo_text::config::{unsupported, ModelSection};
 use serde::{Deserialize, Serialize};
 
 pub use modelzoo_text::config::{
-    BatchSize, Data, Dataset, DecodeStrategy, Generation, GradClip, LrSchedule, Optimizer,
-    ResolvedBatch, Unsupported,
+    BatchSize, Data, Dataset, DecodeStrategy, Generation, GradClip, LmConfig, LmConfigError,
+    LrSchedule, Optimizer, ResolvedBatch, Unsupported, SECTIONS,
 };
 
-/// Sections a LLaMA config may contain (FleetX names).
-pub const SECTIONS: &[&str] = &[
-    "Global",
-    "Engine",
-    "Data",
-    "Model",
-    "Optimizer",
-    "Generation",
-    "Fused",
-    "Distributed",
-    "Profiler",
-    "Inference",
-];
-
-/// Why a config cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum LlamaConfigError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// A value no run can use (any section).
-    #[error(transparent)]
-    Unsupported(#[from] Unsupported),
-    /// A training `-c` file with no sections at all (empty, blank or only comments).
-    #[error("{}: the config is empty: training it would silently use the built-in LLaMA-2-7B shape for everything; give a complete config (e.g. modelzoo/llama/configs/llama_tiny.yaml)", path.display())]
-    EmptyFile { path: PathBuf },
-    /// A training `-c` file without the `Model` section (truncated, or the wrong file).
-    #[error("{}: no `Model` section (found: {}); is the file truncated? run_llama needs the architecture from the config (see modelzoo/llama/configs/llama_tiny.yaml)", path.display(), found.join(", "))]
-    NoModel { path: PathBuf, found: Vec<String> },
-}
+/// Every section of a LLaMA config, typed and validated.
+pub type LlamaConfig = LmConfig<Model>;
 
 /// `Model`: the LLaMA architecture. Keys follow FleetX's GPT section where one exists
 /// (`num_layers`, `num_attention_heads`, `ffn_hidden_size`, `attention_probs_dropout_prob`)
@@ -216,85 +187,17 @@ impl Model {
     }
 }
 
-/// Every section of a LLaMA config, typed and validated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LlamaConfig {
-    pub engine: EngineConfig,
-    pub data: Data,
-    pub model: Model,
-    pub optimizer: Optimizer,
-    pub generation: Generation,
-}
+impl ModelSection for Model {
+    const PROGRAM: &'static str = "run_llama";
+    const DEFAULTS: &'static str = "the built-in LLaMA-2-7B shape";
+    const EXAMPLE: &'static str = "modelzoo/llama/configs/llama_tiny.yaml";
 
-impl LlamaConfig {
-    /// [`LlamaConfig::load`] for training: a `-c` file must describe the model (an empty or
-    /// truncated file would otherwise train the built-in 7B defaults).
-    pub fn load_for_training(
-        path: Option<&Path>,
-        overrides: &[String],
-    ) -> Result<LlamaConfig, LlamaConfigError> {
-        let mut tree = fleetx::load(path, &[])?;
-        if let Some(path) = path {
-            let found = tree.section_names();
-            if found.is_empty() {
-                return Err(LlamaConfigError::EmptyFile {
-                    path: path.to_path_buf(),
-                });
-            }
-            if tree.raw().get("Model").is_none_or(|m| m.is_null()) {
-                return Err(LlamaConfigError::NoModel {
-                    path: path.to_path_buf(),
-                    found,
-                });
-            }
-        }
-        for text in overrides {
-            tree.apply_override(text)?;
-        }
-        LlamaConfig::from_tree(&tree)
+    fn validate(&self) -> Result<(), Unsupported> {
+        Model::validate(self)
     }
 
-    /// Reads `-c file` (optional) with `-o` overrides, then validates every section.
-    pub fn load(
-        path: Option<&Path>,
-        overrides: &[String],
-    ) -> Result<LlamaConfig, LlamaConfigError> {
-        let tree = fleetx::load(path, overrides)?;
-        LlamaConfig::from_tree(&tree)
-    }
-
-    /// Typed sections of an already merged tree.
-    pub fn from_tree(tree: &ConfigTree) -> Result<LlamaConfig, LlamaConfigError> {
-        tree.check_sections(SECTIONS)?;
-        let config = LlamaConfig {
-            engine: tree.section("Engine")?.unwrap_or_default(),
-            data: tree.section("Data")?.unwrap_or_default(),
-            model: tree.section("Model")?.unwrap_or_default(),
-            optimizer: tree.section("Optimizer")?.unwrap_or_default(),
-            generation: tree.section("Generation")?.unwrap_or_default(),
-        };
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// Cross-section checks on top of each section's own.
-    pub fn validate(&self) -> Result<(), Unsupported> {
-        self.model.validate()?;
-        self.optimizer.validate("run_llama")?;
-        self.generation.validate()?;
-        let seq = self.data.dataset.max_seq_len;
-        if seq == 0 || seq as i64 > self.model.max_position_embeddings {
-            return Err(unsupported(
-                "Data.dataset.max_seq_len",
-                seq,
-                format!(
-                    "must be in 1..={} (Model.max_position_embeddings)",
-                    self.model.max_position_embeddings
-                ),
-            ));
-        }
-        self.data.batch_size.resolve(1)?;
-        Ok(())
+    fn max_position_embeddings(&self) -> i64 {
+        self.max_position_embeddings
     }
 
     /// The least memory one training step with micro-batches of `micro` needs (see
@@ -303,10 +206,10 @@ impl LlamaConfig {
     /// without recompute the attention probabilities (micro × heads × seq²) and the residual
     /// stream; with recompute only each layer's input (micro × seq × hidden), 2 bytes per
     /// value under autocast. Products saturate, so an overflowing size counts as too large.
-    pub fn memory_need(&self, micro: u64, amp: bool) -> modelzoo_engine::runner::MemoryNeed {
-        use modelzoo_engine::runner::{bytes, bytes_sum, MemoryNeed};
-        let m = &self.model;
-        let seq = self.data.dataset.max_seq_len;
+    fn memory_need(&self, data: &Data, micro: u64, amp: bool) -> MemoryNeed {
+        use modelzoo_engine::runner::{bytes, bytes_sum};
+        let m = self;
+        let seq = data.dataset.max_seq_len;
         let u = |v: i64| v.max(0) as u64;
         let act = if amp { 2 } else { 4 };
         let params = m.num_params();

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use modelzoo_engine::app::{Built, OutputWriter, Plan, Recipe, RunContext, RunError};
-use modelzoo_engine::{runner, BasicModule, WorldInfo};
+use modelzoo_engine::{state_dict, BasicModule};
 use run_scripts_template::StandardArgs;
 use tch::nn::VarStore;
 
@@ -24,33 +24,6 @@ pub const SPEC_YAML: &str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yam
 
 /// `run_llama`: LLaMA pretraining and zero-shot generation.
 pub struct LlamaRecipe;
-
-/// The training config from `-c` / `-o` with the standard flags the user typed on top.
-fn training_config(std: &StandardArgs) -> Result<LlamaConfig, RunError> {
-    let mut config = LlamaConfig::load_for_training(std.config.as_deref(), &std.r#override)
-        .map_err(RunError::input)?;
-    if std.explicit.batch_size {
-        let bs = std.batch_size as u64;
-        let b = &mut config.data.batch_size;
-        b.local_batch_size = Some(bs);
-        b.global_batch_size = None;
-        b.micro_batch_size = b.micro_batch_size.min(bs);
-    }
-    if std.explicit.lr {
-        config.optimizer.lr.max_lr = std.lr;
-    }
-    if let Some(dir) = &std.dataset_path {
-        config.data.dataset.input_dir = Some(dir.clone());
-    }
-    config.validate().map_err(RunError::input)?;
-    Ok(config)
-}
-
-fn world_size() -> Result<usize, RunError> {
-    Ok(WorldInfo::from_env()
-        .map_err(RunError::input)?
-        .map_or(1, |w| w.world_size))
-}
 
 impl Recipe for LlamaRecipe {
     type Args = ModelArgs;
@@ -70,31 +43,10 @@ impl Recipe for LlamaRecipe {
     }
 
     fn plan(&self, std: &StandardArgs, args: &ModelArgs) -> Result<Plan<LlamaConfig>, RunError> {
-        let config = training_config(std)?;
         if let Some(p) = &args.pretrained {
-            if !p.is_file() {
-                return Err(RunError::input(format!(
-                    "--pretrained {}: no such file; give a Hugging Face LlamaForCausalLM .safetensors",
-                    p.display()
-                )));
-            }
+            check_pretrained(p)?;
         }
-        // FleetX: global batch = local batch × data-parallel processes.
-        let batch = config
-            .data
-            .batch_size
-            .resolve(world_size()? as u64)
-            .map_err(RunError::input)?;
-        let section = std.config.is_some().then_some(&config.engine);
-        let mut settings = runner::settings_from_args(std, section).map_err(RunError::input)?;
-        settings.accumulate_steps = batch.accumulate_steps;
-        let amp = std.autocast || section.is_some_and(|e| e.mix_precision.use_pure_fp16);
-        Ok(Plan {
-            settings,
-            batch_size: batch.local as usize,
-            memory: Some(config.memory_need(batch.micro, amp)),
-            prepared: config,
-        })
+        modelzoo_text::lm::plan(std)
     }
 
     fn build(
@@ -166,6 +118,7 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
             ))
         }
         (None, Some(p)) => {
+            check_pretrained(p)?;
             if std.config.is_none() {
                 return Err(RunError::input(
                     "--generate --pretrained needs -c: a config whose Model section describes the checkpoint's architecture",
@@ -260,4 +213,13 @@ impl Weights {
             Weights::Checkpoint(p) | Weights::Pretrained(p) => p,
         }
     }
+}
+
+/// `--pretrained` must name a file (see [`state_dict::check_weights_file`]).
+fn check_pretrained(path: &Path) -> Result<(), RunError> {
+    state_dict::check_weights_file(
+        path,
+        "give a Hugging Face LlamaForCausalLM .safetensors (e.g. model.safetensors)",
+    )
+    .map_err(RunError::input)
 }

@@ -1,11 +1,15 @@
 //! The FleetX config sections every decoder language model of the zoo reads the same way
 //! (`Data`, `Optimizer`, `Generation`), typed with serde so a misspelled key is an error that
 //! lists the valid keys, and validated so an option we cannot honour is an error naming it.
-//! The architecture (`Model`) is each model's own; these live here so `run_gpt` and
-//! `run_llama` parse, validate and document them once.
+//! The architecture (`Model`) is each model's own ([`ModelSection`]); these live here so
+//! `run_gpt` and `run_llama` parse, validate and document them once, and load the whole file the
+//! same way ([`LmConfig`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use model_config::fleetx::{self, ConfigError, ConfigTree, EngineConfig};
+use modelzoo_engine::runner::MemoryNeed;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// A config value we parse but cannot honour, or values that contradict each other.
@@ -408,5 +412,154 @@ impl Generation {
             ));
         }
         Ok(())
+    }
+}
+
+/// The architecture section (`Model`) of a decoder language model: what the shared config needs
+/// of it. Everything else about a GPT or LLaMA config is common ([`LmConfig`]).
+pub trait ModelSection: Default + Clone + PartialEq + Serialize + DeserializeOwned {
+    /// The training program, for messages (`run_gpt`).
+    const PROGRAM: &'static str;
+    /// What a run without `-c` trains, for messages (`the built-in GPT-2 small (124M)`).
+    const DEFAULTS: &'static str;
+    /// A complete config to point users at (`modelzoo/gpt/configs/gpt_124m.yaml`).
+    const EXAMPLE: &'static str;
+    /// Rejects shapes that cannot build and options the model does not implement.
+    fn validate(&self) -> Result<(), Unsupported>;
+    /// The longest sequence the architecture takes (`Data.dataset.max_seq_len` is checked
+    /// against it).
+    fn max_position_embeddings(&self) -> i64;
+    /// The least memory one training step with micro-batches of `micro` needs at `data`'s
+    /// sequence length (see `runner::check_memory`), from exact sizes of what it must hold.
+    fn memory_need(&self, data: &Data, micro: u64, amp: bool) -> MemoryNeed;
+}
+
+/// Sections a decoder language model's config may contain (FleetX names).
+pub const SECTIONS: &[&str] = &[
+    "Global",
+    "Engine",
+    "Data",
+    "Model",
+    "Optimizer",
+    "Generation",
+    "Fused",
+    "Distributed",
+    "Profiler",
+    "Inference",
+];
+
+/// Every section of a decoder language model's config (`M` is its `Model`), typed and
+/// validated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LmConfig<M> {
+    pub engine: EngineConfig,
+    pub data: Data,
+    pub model: M,
+    pub optimizer: Optimizer,
+    pub generation: Generation,
+}
+
+/// Why a language model's config cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LmConfigError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A value no run can use (any section).
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// A training `-c` file with no sections at all (empty, blank or only comments).
+    #[error("{}: the config is empty: training it would silently use {defaults} for everything; give a complete config (e.g. {example}), or leave out -c to train those defaults on purpose", path.display())]
+    EmptyFile {
+        path: PathBuf,
+        defaults: &'static str,
+        example: &'static str,
+    },
+    /// A training `-c` file without the `Model` section (truncated, or the wrong file).
+    #[error("{}: no `Model` section (found: {}); is the file truncated? {program} needs the architecture from the config (see {example}); leave out -c to train {defaults} on purpose", path.display(), found.join(", "))]
+    NoModel {
+        path: PathBuf,
+        found: Vec<String>,
+        program: &'static str,
+        defaults: &'static str,
+        example: &'static str,
+    },
+}
+
+impl<M: ModelSection> LmConfig<M> {
+    /// [`LmConfig::load`] for training: a `-c` file must describe the model. An empty or
+    /// truncated file parses (as nothing, or without its `Model` section) and would otherwise
+    /// train the built-in defaults — a different run from the one asked for, and one that may
+    /// not fit in memory. Without `-c` the defaults are what the user asked for.
+    pub fn load_for_training(
+        path: Option<&Path>,
+        overrides: &[String],
+    ) -> Result<LmConfig<M>, LmConfigError> {
+        let mut tree = fleetx::load(path, &[])?;
+        if let Some(path) = path {
+            let found = tree.section_names();
+            if found.is_empty() {
+                return Err(LmConfigError::EmptyFile {
+                    path: path.to_path_buf(),
+                    defaults: M::DEFAULTS,
+                    example: M::EXAMPLE,
+                });
+            }
+            if tree.raw().get("Model").is_none_or(|m| m.is_null()) {
+                return Err(LmConfigError::NoModel {
+                    path: path.to_path_buf(),
+                    found,
+                    program: M::PROGRAM,
+                    defaults: M::DEFAULTS,
+                    example: M::EXAMPLE,
+                });
+            }
+        }
+        for text in overrides {
+            tree.apply_override(text)?;
+        }
+        LmConfig::from_tree(&tree)
+    }
+
+    /// Reads `-c file` (optional) with `-o` overrides, then validates every section.
+    pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LmConfig<M>, LmConfigError> {
+        let tree = fleetx::load(path, overrides)?;
+        LmConfig::from_tree(&tree)
+    }
+
+    /// Typed sections of an already merged tree.
+    pub fn from_tree(tree: &ConfigTree) -> Result<LmConfig<M>, LmConfigError> {
+        tree.check_sections(SECTIONS)?;
+        let config = LmConfig {
+            engine: tree.section("Engine")?.unwrap_or_default(),
+            data: tree.section("Data")?.unwrap_or_default(),
+            model: tree.section("Model")?.unwrap_or_default(),
+            optimizer: tree.section("Optimizer")?.unwrap_or_default(),
+            generation: tree.section("Generation")?.unwrap_or_default(),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Cross-section checks on top of each section's own.
+    pub fn validate(&self) -> Result<(), Unsupported> {
+        self.model.validate()?;
+        self.optimizer.validate(M::PROGRAM)?;
+        self.generation.validate()?;
+        let seq = self.data.dataset.max_seq_len;
+        let max = self.model.max_position_embeddings();
+        if seq == 0 || seq as i64 > max {
+            return Err(unsupported(
+                "Data.dataset.max_seq_len",
+                seq,
+                format!("must be in 1..={max} (Model.max_position_embeddings)"),
+            ));
+        }
+        self.data.batch_size.resolve(1)?;
+        Ok(())
+    }
+
+    /// See [`ModelSection::memory_need`].
+    pub fn memory_need(&self, micro: u64, amp: bool) -> MemoryNeed {
+        self.model.memory_need(&self.data, micro, amp)
     }
 }

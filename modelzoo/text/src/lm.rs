@@ -6,14 +6,16 @@
 use std::fmt::Display;
 use std::sync::Arc;
 
-use modelzoo_engine::app::{RunContext, RunError};
+use modelzoo_engine::app::{Plan, RunContext, RunError};
 use modelzoo_engine::{
-    Algorithm, BasicModule, BatchSource, EvalOutput, OptimizerConfig, StepInfo, TrainDevice,
+    runner, Algorithm, BasicModule, BatchSource, EvalOutput, OptimizerConfig, StepInfo,
+    TrainDevice, WorldInfo,
 };
+use run_scripts_template::StandardArgs;
 use tch::nn::{self, VarStore};
 use tch::{Device, Tensor};
 
-use crate::config::{Data, Optimizer};
+use crate::config::{Data, LmConfig, ModelSection, Optimizer};
 use crate::{Corpus, GptDataset, Split, TokenBatch, TokenBatches, Tokenizer};
 
 /// A network [`LmModule`] trains: logits for token windows.
@@ -259,4 +261,52 @@ impl TokenData {
             accumulate,
         })
     }
+}
+
+/// The training config from `-c` / `-o` with the standard flags the user typed on top
+/// (`--batch_size`, `--lr`, `--dataset_path`).
+pub fn training_config<M: ModelSection>(std: &StandardArgs) -> Result<LmConfig<M>, RunError> {
+    let mut config = LmConfig::<M>::load_for_training(std.config.as_deref(), &std.r#override)
+        .map_err(RunError::input)?;
+    if std.explicit.batch_size {
+        let bs = std.batch_size as u64;
+        let b = &mut config.data.batch_size;
+        b.local_batch_size = Some(bs);
+        b.global_batch_size = None;
+        b.micro_batch_size = b.micro_batch_size.min(bs);
+    }
+    if std.explicit.lr {
+        config.optimizer.lr.max_lr = std.lr;
+    }
+    if let Some(dir) = &std.dataset_path {
+        config.data.dataset.input_dir = Some(dir.clone());
+    }
+    config.validate().map_err(RunError::input)?;
+    Ok(config)
+}
+
+/// A language model's training plan, the same for every decoder: the config
+/// ([`training_config`]), FleetX's batch sizes resolved against the data-parallel world (global
+/// batch = local batch × processes), the engine settings with the config's `Engine` section
+/// under the flags, and the memory one step needs.
+pub fn plan<M: ModelSection>(std: &StandardArgs) -> Result<Plan<LmConfig<M>>, RunError> {
+    let config = training_config::<M>(std)?;
+    let world = WorldInfo::from_env()
+        .map_err(RunError::input)?
+        .map_or(1, |w| w.world_size);
+    let batch = config
+        .data
+        .batch_size
+        .resolve(world as u64)
+        .map_err(RunError::input)?;
+    let section = std.config.is_some().then_some(&config.engine);
+    let mut settings = runner::settings_from_args(std, section).map_err(RunError::input)?;
+    settings.accumulate_steps = batch.accumulate_steps;
+    let amp = std.autocast || section.is_some_and(|e| e.mix_precision.use_pure_fp16);
+    Ok(Plan {
+        settings,
+        batch_size: batch.local as usize,
+        memory: Some(config.memory_need(batch.micro, amp)),
+        prepared: config,
+    })
 }

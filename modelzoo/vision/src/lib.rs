@@ -6,6 +6,7 @@
 pub mod classify;
 pub mod datasets;
 pub mod loader;
+pub mod recipe;
 pub mod transforms;
 
 pub use classify::{

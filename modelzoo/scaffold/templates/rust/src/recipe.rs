@@ -2,8 +2,7 @@
 //! the engine settings from the `Engine` section and the flags, then the data and the module.
 
 use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
-use modelzoo_engine::runner;
-use modelzoo_vision::ImageData;
+use modelzoo_vision::recipe::{self as image, Loaders};
 use run_scripts_template::StandardArgs;
 
 use crate::args::ModelArgs;
@@ -21,12 +20,7 @@ impl Recipe for Recipe{{Camel}} {
     const SPEC_YAML: &'static str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yaml"));
 
     fn plan(&self, std: &StandardArgs, _args: &ModelArgs) -> Result<Plan<()>, RunError> {
-        Ok(Plan {
-            settings: runner::settings_from_config(std, &["Engine"])?,
-            batch_size: std.batch_size as usize,
-            memory: None,
-            prepared: (),
-        })
+        image::plan(std, None)
     }
 
     fn build(
@@ -36,26 +30,19 @@ impl Recipe for Recipe{{Camel}} {
         (): (),
         run: &RunContext,
     ) -> Result<Built<Module{{Camel}}>, RunError> {
-        let (classes, size) = (args.num_classes as usize, args.image_size as usize);
-        let seed = run.settings.seed;
         // --dataset_path: CIFAR-10 or an ImageFolder; without it, synthetic images.
-        let (rank, world) = run.rank_and_world();
-        let (train, val) = ImageData {
-            dataset_path: std.dataset_path.as_deref(),
-            synthetic_samples: args.synthetic_samples as usize,
-            num_classes: classes,
-            image_size: size,
-            batch_size: std.batch_size as usize,
-            num_workers: std.num_workers as usize,
-            seed,
-        }
-        .loaders(rank, world)
-        .map_err(RunError::input)?;
+        let Loaders { train, val, data } = image::loaders(
+            std,
+            args.synthetic_samples,
+            args.num_classes,
+            args.image_size,
+            run,
+        )?;
         Ok(Built {
-            module: Module{{Camel}}::new(size as i64, classes as i64, std.lr, seed),
+            module: Module{{Camel}}::new(args.image_size, args.num_classes, std.lr, run.settings.seed),
             train: Box::new(train),
             val: Some(Box::new(val)),
-            data: "the synthetic training set".into(),
+            data,
             summary: format!("batch {}", std.batch_size),
             on_output_claimed: None,
         })
