@@ -31,7 +31,7 @@ declare -A what=(
     [resnet50-bs64]="run_resnet resnet50 bs 64 at 224 px, fp32 and AMP (fp16 autocast + loss scaling), compute only (--fixed_batch, one batch kept on the GPU): img/s vs PyTorch eager torchvision with the same settings"
     [resnet50-bs256]="the same at bs 256"
     [resnet50-bs256-channels-last]="the same at bs 256, AMP, --channels_last on both sides"
-    [gpt345m-bf16]="run_gpt gpt_345m_single_card.yaml, bf16 autocast, batch 8 x seq 1024: tokens/s and MFU vs PyTorch eager (scripts/bench/gpt_e2e.py, same model and recipe)"
+    [gpt345m-bf16]="run_gpt gpt_345m_single_card.yaml, bf16 autocast, batch 8 x seq 1024: tokens/s and MFU vs PyTorch eager (scripts/bench/lm_e2e.py, same model and recipe)"
     [vit-b16-amp]="run_vit vit_b_16 bs 64 at 224 px, AMP (fp16 autocast + loss scaling): img/s vs torchvision's ViT in PyTorch eager (scripts/bench/vit_bench.sh; needs torchvision in that python)"
     [llama-1b-bf16]="run_llama llama_1.1b_single_card.yaml, bf16 autocast, batch 4 x seq 1024: tokens/s vs transformers' LlamaForCausalLM in PyTorch eager (scripts/bench/llama_bench.sh; needs transformers in that python)"
     [ddp-nccl-1gpu]="run_resnet resnet50 bs 64 AMP as a 1-process data-parallel job (torchrun's environment: ProcessGroupNCCL from the NCCL shim embedded in run_resnet, + Reducer) vs no DDP: overhead, target < 3%"
@@ -111,7 +111,7 @@ cmd_llama() {
     echo "ROUNDS=$((rounds < 3 ? 3 : rounds)) PYTHON=$py RUN_LLAMA=$RL DEVICE=$dev AMP=bf16 $llama_env $bench/llama_bench.sh $llama_case"
 }
 cmd_gpt_ref() {
-    echo "$py $bench/gpt_e2e.py run $gpt_cfg --batch $gpt_batch --seq $gpt_seq --steps $steps --skip $warmup --device $dev --amp bf16"
+    echo "$py $bench/lm_e2e.py run gpt $gpt_cfg --batch $gpt_batch --seq $gpt_seq --steps $steps --skip $warmup --device $dev --amp bf16"
 }
 # A data-parallel job of one process, in the environment `torchrun --nproc_per_node 1` gives it
 # (run_<model>'s own --nproc_per_node 1 runs without a process group).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # LLaMA training throughput, side by side in one run: the run_llama binary itself (engine,
 # AdamW, FleetX cosine, global-norm clip, built-in corpus) against transformers'
-# LlamaForCausalLM trained the same way in PyTorch eager (scripts/bench/llama_e2e.py: same
+# LlamaForCausalLM trained the same way in PyTorch eager (scripts/bench/lm_e2e.py llama: same
 # torch, architecture from the same config, sdpa, AdamW, batch/seq, thread count, precision,
 # recompute), alternating run_llama / PyTorch rounds (A/B/A/B...) so machine load hits both
 # equally. Prints each round, the median tokens/s of each side and the ratio run_llama / PyTorch.
@@ -39,7 +39,7 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-# The number after "tokens/s " in a line of llama_e2e.py.
+# The number after "tokens/s " in a line of lm_e2e.py.
 rate() { sed -n 's/.*tokens\/s \([0-9.]*\).*/\1/p' <<<"$1" | head -1; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
@@ -68,11 +68,11 @@ for c in "${cases[@]}"; do
       -o Engine.logging_freq=1 -o Engine.eval_freq=1000000 -o Engine.eval_iters=1 \
       -o Engine.save_load.save_steps=1000000 >"$out.stdout" 2>"$out.stderr" \
       || { echo "run_llama failed:"; cat "$out.stderr"; exit 1; }
-    a="$("$py" scripts/bench/llama_e2e.py log "$out/llama_log.json" --skip "$skip")"
+    a="$("$py" scripts/bench/lm_e2e.py log "$out/llama_log.json" --skip "$skip")"
     # The run's final checkpoint (13 GB for the 1B case) is not needed once its log is read.
     rm -rf "$out"
     echo "round $round A: $a  [load $(cut -d' ' -f1 /proc/loadavg)]"
-    b="$("$py" -W ignore scripts/bench/llama_e2e.py run "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" --skip "$skip" --device "$DEVICE" "${ref_amp[@]}" "${ref_rc[@]}")"
+    b="$("$py" -W ignore scripts/bench/lm_e2e.py run llama "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" --skip "$skip" --device "$DEVICE" "${ref_amp[@]}" "${ref_rc[@]}")"
     echo "round $round B: $b  [load $(cut -d' ' -f1 /proc/loadavg)]"
     ours+=("$(rate "$a")") ref+=("$(rate "$b")")
   done

@@ -12,7 +12,7 @@
 #
 # The two comparisons (issue #17):
 #   compute  one batch made once and kept in memory: run_<model> --fixed_batch, the reference's
-#            --data fixed (scripts/bench/resnet_reference.py, scripts/bench/gpt_e2e.py)
+#            --data fixed (scripts/bench/resnet_reference.py, scripts/bench/lm_e2e.py)
 #   e2e      both read synthetic data through their pipelines and read the loss every step:
 #            run_resnet's loader (--num_workers 1) vs a Dataset + DataLoader(num_workers=1);
 #            run_gpt's token windows vs a DataLoader, both on the training thread
@@ -97,8 +97,8 @@ round() {
             -o Engine.eval_freq=1000000 -o Engine.eval_iters=1 \
             -o Engine.save_load.save_steps=1000000 >"$tmp/stdout" 2>"$tmp/stderr" \
             || { cat "$tmp/stderr" >&2; return 1; }
-        ours=$("$py" "$bench/gpt_e2e.py" log "$out/gpt_log.json" --skip $skip | awk '{print $3}')
-        ref=$("$py" -W ignore "$bench/gpt_e2e.py" run "$cfg" --batch $batch --seq $seq --steps $steps \
+        ours=$("$py" "$bench/lm_e2e.py" log "$out/gpt_log.json" --skip $skip | awk '{print $3}')
+        ref=$("$py" -W ignore "$bench/lm_e2e.py" run gpt "$cfg" --batch $batch --seq $seq --steps $steps \
             --skip $skip --device "$device" "${ref_flags[@]}" | awk '{print $3}')
     fi
     echo "$ours $ref"
