@@ -48,21 +48,26 @@ cuda_headers() {
         || echo "setup: could not install the CUDA headers (pip's output: $venv/pip-cuda-headers.log): DDP on CUDA will be unavailable in this build. Continuing without." >&2
 }
 
-# modelzoo_probe (python/): the Python capture for `modelzoo diff`, installed into the venv as a
-# plain (not editable) package, again only when its sources changed since the last install.
+# The kit's Python package (python/: modelzoo_probe, the capture for `modelzoo diff`, and
+# modelzoo_dllogger, the tcap_dllogger API), installed into the venv as a plain (not editable)
+# package, again only when its sources changed since the last install.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 install_probe() {
-    local stamp="$venv/.modelzoo_probe.sha256" sum
-    sum=$(cat "$root/python/pyproject.toml" "$root"/python/modelzoo_probe/*.py | sha256sum | cut -d' ' -f1)
+    local stamp="$venv/.modelzoo_kit.sha256" sum
+    sum=$(cat "$root/python/pyproject.toml" "$root"/python/modelzoo_probe/*.py "$root"/python/modelzoo_dllogger/*.py | sha256sum | cut -d' ' -f1)
     if [[ -f $stamp && $(<"$stamp") == "$sum" ]] \
-        && compgen -G "$venv/lib/python3*/site-packages/modelzoo_probe-*.dist-info" >/dev/null; then
+        && compgen -G "$venv/lib/python3*/site-packages/modelzoo_kit-*.dist-info" >/dev/null; then
         return 0
     fi
-    echo "setup: installing modelzoo_probe into $venv"
-    local log="$venv/pip-install-modelzoo_probe.log"
+    echo "setup: installing the kit's Python package (modelzoo_probe, modelzoo_dllogger) into $venv"
+    local log="$venv/pip-install-modelzoo_kit.log"
+    # The package was called modelzoo_probe before it held the logger too: drop that install.
+    if compgen -G "$venv/lib/python3*/site-packages/modelzoo_probe-*.dist-info" >/dev/null; then
+        "$venv/bin/python" -m pip uninstall --disable-pip-version-check -q -y modelzoo_probe >/dev/null 2>&1 || true
+    fi
     if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps \
         --force-reinstall "$root/python" >"$log" 2>&1; then
-        echo "setup: could not install modelzoo_probe from $root/python into $venv (pip's output: $log)" >&2
+        echo "setup: could not install the kit's Python package from $root/python into $venv (pip's output: $log)" >&2
         exit 1
     fi
     rm -rf "$root/python/build" "$root"/python/*.egg-info
