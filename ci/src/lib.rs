@@ -1,10 +1,9 @@
 //! `modelzoo-ci`: the PR functional check of the adaptation guide (§3.7) — for each model of
 //! `model.yaml`: the layout check (`validator`), its short functional command under a timeout
-//! (own process group, killed whole on timeout), and a check of the log it wrote (`dllogger`'s
+//! (`modelzoo_support::process`: stopped on timeout with everything it started), and a check of the log it wrote (`dllogger`'s
 //! reader): a finite `train.loss`, `train.ips` > 0, no NaN/inf, every listed metric present.
 
 pub mod report;
-pub mod runner;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,8 +13,8 @@ use std::time::{Duration, Instant};
 use model_config::{ModelEntry, ModelYaml};
 use serde::Serialize;
 
+use modelzoo_support::process::{run_command, RunOutcome};
 pub use report::{render_junit, render_markdown, render_table};
-pub use runner::{run_command, RunOutcome};
 
 /// Errors that stop the check before any model runs.
 #[derive(Debug, thiserror::Error)]

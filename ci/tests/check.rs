@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use model_config::ModelYaml;
-use modelzoo_ci::{check_log, run_command, Options, RunOutcome, Stage, Status, Summary};
+use modelzoo_ci::{check_log, Options, Stage, Status, Summary};
 use modelzoo_scaffold::{self as scaffold, Kind, NewModel};
+use modelzoo_support::process::{run_command, RunOutcome};
 
 const SCRIPT: &str = include_str!("data/train.sh");
 

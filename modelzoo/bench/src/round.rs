@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use modelzoo_ci::{run_command, RunOutcome};
+use modelzoo_support::process::{run_command, RunOutcome};
 use serde::Serialize;
 
 use crate::config::{scalar_text, Layer, Resolved, SYNTHETIC};
