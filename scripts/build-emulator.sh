@@ -3,8 +3,9 @@
 # stand-ins for libsdaart, libtecodnn, libtecoblas, libtccl, libsdpti, libtecodnn_ext,
 # libtecorand and the torch plugin libtorch_sdaa.so, and their C headers (the emulator's ABI,
 # device-sdaa/emulator/include/) into target/sdaa-emulator/include/ for device-sdaa's `bindgen`
-# feature. FOR TESTS AND THE DEMO ONLY — it is not SDAA hardware. Use it with
-# SDAA_HOME=target/sdaa-emulator.
+# feature, and the emulator's torch_sdaa Python package (python/emulator/) into
+# target/sdaa-emulator/python/, which the project's .venv imports through a .pth file. FOR TESTS
+# AND THE DEMO ONLY — it is not SDAA hardware. Use it with SDAA_HOME=target/sdaa-emulator.
 #
 # libtorch: $LIBTORCH if set, else the torch in .venv (as `make` uses). Rebuilds only what
 # changed (make-style timestamps).
@@ -69,13 +70,51 @@ build_c libtecodnn_ext.so versions.c -DEMU_TECODNN_EXT
 build_c libtecorand.so versions.c -DEMU_TECORAND
 
 plugin="$out/libtorch_sdaa.so"
-if needs "$plugin" "$src/torch_sdaa_plugin.cpp" "$src/perturb.cpp" "$src/perturb.h" "$out/libsdaart.so" "$0"; then
+if needs "$plugin" "$src/torch_sdaa_plugin.cpp" "$src/perturb.cpp" "$src/perturb.h" \
+    "$src/inventory.cpp" "$src/inventory.h" "$out/libsdaart.so" "$0"; then
     echo "build-emulator: libtorch_sdaa.so (C++ against libtorch, ~1 min)"
-    g++ -O1 -fPIC -shared -std=c++17 -D_GLIBCXX_USE_CXX11_ABI=1 \
+    # -DNDEBUG as libtorch's release build: its headers' debug-only checks read state that only
+    # a debug libtorch keeps (RecordFunction::inputs() would always fail them).
+    g++ -O1 -DNDEBUG -fPIC -shared -std=c++17 -D_GLIBCXX_USE_CXX11_ABI=1 \
         -I"$torch_inc" -I"$torch_inc/torch/csrc/api/include" \
         -Wl,-soname,libtorch_sdaa.so -o "$plugin.tmp" "$src/torch_sdaa_plugin.cpp" "$src/perturb.cpp" \
+        "$src/inventory.cpp" \
         -L"$out" -lsdaart -L"$torch_lib" -ltorch_cpu -lc10 \
         -Wl,-rpath,'$ORIGIN' -Wl,-rpath,"$torch_lib"
     mv "$plugin.tmp" "$plugin"
 fi
-echo "build-emulator: SDAA EMULATOR ready in $out (use SDAA_HOME=${out%/lib64})"
+# The torch_sdaa Python package for the emulator (docs/torch_sdaa.md), next to lib64/ where it
+# finds the libraries, copied only when changed (like the headers); files gone from the source
+# go from the copy.
+pysrc="$root/python/emulator/torch_sdaa"
+pyout="$root/target/sdaa-emulator/python/torch_sdaa"
+mkdir -p "$pyout"
+for f in "$pysrc"/*.py; do
+    if needs "$pyout/${f##*/}" "$f"; then
+        cp "$f" "$pyout/${f##*/}.tmp"
+        mv "$pyout/${f##*/}.tmp" "$pyout/${f##*/}"
+    fi
+done
+for f in "$pyout"/*.py; do
+    [[ -f "$pysrc/${f##*/}" ]] || rm -f "$f"
+done
+# Beside it, the tcap_dllogger stand-in (docs/python_logger.md) for ported scripts that import
+# Tecorigin's logger, which is not on the package index; it re-exports modelzoo_dllogger.
+shim="$root/python/emulator/tcap_dllogger.py"
+if needs "${pyout%/torch_sdaa}/tcap_dllogger.py" "$shim"; then
+    cp "$shim" "${pyout%/torch_sdaa}/tcap_dllogger.py.tmp"
+    mv "${pyout%/torch_sdaa}/tcap_dllogger.py.tmp" "${pyout%/torch_sdaa}/tcap_dllogger.py"
+fi
+# The project's .venv imports it through a .pth file, which Python appends to sys.path after
+# site-packages: a real torch_sdaa installed there is always found first.
+if [[ -d "$root/.venv" ]]; then
+    for site in "$root"/.venv/lib/python3*/site-packages; do
+        [[ -d "$site" ]] || continue
+        pth="$site/modelzoo-sdaa-emulator.pth"
+        if [[ "$(cat "$pth" 2>/dev/null)" != "${pyout%/torch_sdaa}" ]]; then
+            echo "${pyout%/torch_sdaa}" > "$pth.tmp"
+            mv "$pth.tmp" "$pth"
+        fi
+    done
+fi
+echo "build-emulator: SDAA EMULATOR ready in $out (use SDAA_HOME=${out%/lib64}; torch_sdaa in ${pyout%/torch_sdaa})"

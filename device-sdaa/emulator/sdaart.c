@@ -3,6 +3,7 @@
  * The CUDA-like runtime API subset device-sdaa uses (declared in include/sdaa_runtime.h), with
  * "device memory" in host memory. Configuration:
  *   SDAA_EMULATOR_DEVICES    number of devices (default 2)
+ *   SDAA_VISIBLE_DEVICES     which of them a process sees, as CUDA_VISIBLE_DEVICES
  *   SDAA_EMULATOR_MEMORY_MB  memory per device in MiB (default 16384); allocations past it
  *                            fail with sdaaErrorMemoryAllocation, like a full card. */
 #include <pthread.h>
@@ -20,6 +21,7 @@
 
 static __thread int current_device = 0;
 static size_t used[MAX_DEVICES];
+static size_t peak[MAX_DEVICES]; /* high-water mark of used[], for torch_sdaa's memory stats */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static long env_long(const char* name, long dflt, long lo, long hi) {
@@ -31,7 +33,35 @@ static long env_long(const char* name, long dflt, long lo, long hi) {
   return x;
 }
 
-static int device_count(void) { return (int)env_long("SDAA_EMULATOR_DEVICES", 2, 0, MAX_DEVICES); }
+/* SDAA_VISIBLE_DEVICES, like CUDA_VISIBLE_DEVICES: the emulated devices this process sees, in
+ * that order (device i is emulated device physical[i]); the list ends at the first entry that
+ * is not a new index below SDAA_EMULATOR_DEVICES. Unset, every emulated device is visible. */
+static int visible_devices(int physical[MAX_DEVICES]) {
+  int n = (int)env_long("SDAA_EMULATOR_DEVICES", 2, 0, MAX_DEVICES);
+  const char* v = getenv("SDAA_VISIBLE_DEVICES");
+  if (v == NULL) {
+    for (int i = 0; i < n; i++) physical[i] = i;
+    return n;
+  }
+  int count = 0;
+  while (*v != 0 && count < n) {
+    char* end = NULL;
+    long id = strtol(v, &end, 10);
+    while (*end == ' ') end++;
+    if (end == v || (*end != ',' && *end != 0) || id < 0 || id >= n) break;
+    int seen = 0;
+    for (int i = 0; i < count; i++) seen |= physical[i] == id;
+    if (seen) break;
+    physical[count++] = (int)id;
+    v = *end == ',' ? end + 1 : end;
+  }
+  return count;
+}
+
+static int device_count(void) {
+  int physical[MAX_DEVICES];
+  return visible_devices(physical);
+}
 static size_t total_bytes(void) {
   return (size_t)env_long("SDAA_EMULATOR_MEMORY_MB", 16384, 1, 1L << 30) << 20;
 }
@@ -80,6 +110,7 @@ EXPORT sdaaError_t sdaaEmuAdopt(size_t size, int device) {
     return sdaaErrorMemoryAllocation;
   }
   used[device] += size;
+  if (used[device] > peak[device]) peak[device] = used[device];
   pthread_mutex_unlock(&lock);
   return sdaaSuccess;
 }
@@ -88,6 +119,28 @@ EXPORT void sdaaEmuRelease(size_t size, int device) {
   pthread_mutex_lock(&lock);
   used[device] -= size;
   pthread_mutex_unlock(&lock);
+}
+
+/* Emulator-only (no SDAA counterpart, not in the header): the bytes charged to `device` now
+ * and at their peak since the last sdaaEmuResetPeak, behind torch_sdaa's memory_allocated /
+ * max_memory_allocated (the emulator has no caching allocator: charged bytes are live bytes). */
+EXPORT sdaaError_t sdaaEmuMemoryStats(int device, size_t* current, size_t* peak_bytes) {
+  if (current == NULL || peak_bytes == NULL) return sdaaErrorInvalidValue;
+  if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  pthread_mutex_lock(&lock);
+  *current = used[device];
+  *peak_bytes = peak[device];
+  pthread_mutex_unlock(&lock);
+  return sdaaSuccess;
+}
+
+/* Restarts `device`'s peak from its current bytes (torch_sdaa's reset_peak_memory_stats). */
+EXPORT sdaaError_t sdaaEmuResetPeak(int device) {
+  if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  pthread_mutex_lock(&lock);
+  peak[device] = used[device];
+  pthread_mutex_unlock(&lock);
+  return sdaaSuccess;
 }
 
 /* Allocate on the current device (or `device` when >= 0). */
@@ -153,8 +206,10 @@ EXPORT const char* sdaaRuntimeGetVersionString(void) { return "2.1.0-emulator"; 
 EXPORT sdaaError_t sdaaGetDeviceProperties(void* prop, int device) {
   if (prop == NULL) return sdaaErrorInvalidValue;
   if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  int physical[MAX_DEVICES];
+  visible_devices(physical);
   memset(prop, 0, 256);
-  snprintf((char*)prop, 256, "SDAA emulator device %d", device);
+  snprintf((char*)prop, 256, "SDAA emulator device %d", physical[device]);
   return sdaaSuccess;
 }
 

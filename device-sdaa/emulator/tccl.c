@@ -1,9 +1,10 @@
 /* SDAA EMULATOR — libtccl.so stand-in. NOT SDAA hardware and not the real TCCL.
  *
- * The NCCL-like API subset device-sdaa uses, with real data exchange between the processes
- * of one host through POSIX shared memory: the unique id names a shared-memory segment, each
- * rank owns a 4 MiB slot in it, and collectives run chunk by chunk between barriers. Reduction
- * order is rank 0, 1, ... on every rank, so all ranks get bit-identical results.
+ * The NCCL-like API subset device-sdaa and torch_sdaa's "tccl" process group use, with real
+ * data exchange between the processes of one host through POSIX shared memory: the unique id
+ * names a shared-memory segment, each rank owns a 4 MiB slot in it, and collectives run chunk
+ * by chunk between barriers. Reduction order is rank 0, 1, ... on every rank, so all ranks get
+ * bit-identical results.
  * TCCL_EMULATOR_TIMEOUT_S (default 300) bounds every wait: a missing rank gives an error,
  * never a hang. */
 #define _GNU_SOURCE
@@ -89,7 +90,7 @@ EXPORT const char* tcclGetErrorString(tcclResult_t r) {
     case tcclSystemError: return "system error: shared memory unavailable (TCCL emulator)";
     case tcclInternalError: return "internal error (TCCL emulator)";
     case tcclInvalidArgument:
-      return "invalid argument: bad rank/size, or a dtype the emulator lacks (fp16/bf16) (TCCL emulator)";
+      return "invalid argument: bad rank, size, pointer, dtype or reduction (TCCL emulator)";
     case tcclInvalidUsage: return "invalid usage: ranks disagree on the world size (TCCL emulator)";
     case tcclTimeout:
       return "timed out waiting for the other ranks (TCCL_EMULATOR_TIMEOUT_S) (TCCL emulator)";
@@ -156,19 +157,56 @@ EXPORT tcclResult_t tcclCommDestroy(tcclComm_t comm) {
 static size_t dtype_size(int dtype) {
   switch (dtype) {
     case 0: case 1: return 1;
+    case 6: case 9: return 2;
     case 2: case 3: case 7: return 4;
     case 4: case 5: case 8: return 8;
-    default: return 0; /* 6 fp16, 9 bf16: not emulated */
+    default: return 0;
   }
 }
 
+/* fp16 and bf16 are reduced as NCCL does: each step in float, rounded back to the type. */
+static float half_to_float(uint16_t h) {
+  _Float16 x;
+  memcpy(&x, &h, sizeof h);
+  return (float)x;
+}
+static uint16_t float_to_half(float f) {
+  _Float16 x = (_Float16)f;
+  uint16_t h;
+  memcpy(&h, &x, sizeof h);
+  return h;
+}
+static float bf16_to_float(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static uint16_t float_to_bf16(float f) { /* round to nearest even, as c10::BFloat16 */
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static double combine(double acc, double x, int op) {
+  switch (op) {
+    case 1: return acc * x;
+    case 2: return x > acc ? x : acc;
+    case 3: return x < acc ? x : acc;
+    default: return acc + x; /* sum, avg */
+  }
+}
+
+/* Element i of every rank's slot, `at` bytes into the slots, reduced in rank order. */
 #define REDUCE(T)                                                              \
   {                                                                            \
     T* o = (T*)out;                                                            \
     for (size_t i = 0; i < n; i++) {                                           \
-      T acc = ((const T*)(c->slots))[i];                                       \
+      T acc = ((const T*)(c->slots + at))[i];                                  \
       for (int r = 1; r < c->nranks; r++) {                                    \
-        T x = ((const T*)(c->slots + (size_t)r * SLOT_BYTES))[i];              \
+        T x = ((const T*)(c->slots + (size_t)r * SLOT_BYTES + at))[i];         \
         switch (op) {                                                          \
           case 0: case 4: acc = acc + x; break;                                \
           case 1: acc = acc * x; break;                                        \
@@ -181,7 +219,21 @@ static size_t dtype_size(int dtype) {
     }                                                                          \
   }
 
-static void reduce_chunk(comm_t* c, void* out, size_t n, int dtype, int op) {
+#define REDUCE_16(TO_FLOAT, FROM_FLOAT)                                        \
+  {                                                                            \
+    uint16_t* o = (uint16_t*)out;                                              \
+    for (size_t i = 0; i < n; i++) {                                           \
+      float acc = TO_FLOAT(((const uint16_t*)(c->slots + at))[i]);             \
+      for (int r = 1; r < c->nranks; r++) {                                    \
+        float x = TO_FLOAT(((const uint16_t*)(c->slots + (size_t)r * SLOT_BYTES + at))[i]); \
+        acc = TO_FLOAT(FROM_FLOAT((float)combine(acc, x, op)));                \
+      }                                                                        \
+      if (op == 4) acc = acc / (float)c->nranks;                               \
+      o[i] = FROM_FLOAT(acc);                                                  \
+    }                                                                          \
+  }
+
+static void reduce_chunk(comm_t* c, void* out, size_t n, int dtype, int op, size_t at) {
   switch (dtype) {
     case 0: REDUCE(int8_t) break;
     case 1: REDUCE(uint8_t) break;
@@ -189,8 +241,10 @@ static void reduce_chunk(comm_t* c, void* out, size_t n, int dtype, int op) {
     case 3: REDUCE(uint32_t) break;
     case 4: REDUCE(int64_t) break;
     case 5: REDUCE(uint64_t) break;
+    case 6: REDUCE_16(half_to_float, float_to_half) break;
     case 7: REDUCE(float) break;
     case 8: REDUCE(double) break;
+    case 9: REDUCE_16(bf16_to_float, float_to_bf16) break;
   }
 }
 
@@ -207,7 +261,7 @@ EXPORT tcclResult_t tcclAllReduce(const void* send, void* recv, size_t count, tc
     memcpy(c->slots + (size_t)c->rank * SLOT_BYTES, (const char*)send + off * es, n * es);
     int r = barrier(c);
     if (r != tcclSuccess) return r;
-    reduce_chunk(c, (char*)recv + off * es, n, dtype, op);
+    reduce_chunk(c, (char*)recv + off * es, n, dtype, op, 0);
     if ((r = barrier(c)) != tcclSuccess) return r;
   }
   return tcclSuccess;
@@ -230,6 +284,54 @@ EXPORT tcclResult_t tcclBroadcast(const void* send, void* recv, size_t count, tc
     int r = barrier(c);
     if (r != tcclSuccess) return r;
     memmove((char*)recv + off * es, c->slots, n * es);
+    if ((r = barrier(c)) != tcclSuccess) return r;
+  }
+  return tcclSuccess;
+}
+
+/* Rank r's `count` elements land at recvbuff + r * count on every rank (in place when
+ * sendbuff == recvbuff + rank * count, as NCCL allows). */
+EXPORT tcclResult_t tcclAllGather(const void* send, void* recv, size_t count, tcclDataType_t dtype,
+                         tcclComm_t comm, sdaaStream_t stream) {
+  (void)stream;
+  comm_t* c = comm;
+  size_t es = dtype_size(dtype);
+  if (c == NULL || es == 0) return tcclInvalidArgument;
+  if (count && (send == NULL || recv == NULL)) return tcclInvalidArgument;
+  size_t per_chunk = SLOT_BYTES / es;
+  for (size_t off = 0; off < count; off += per_chunk) {
+    size_t n = count - off < per_chunk ? count - off : per_chunk;
+    memcpy(c->slots + (size_t)c->rank * SLOT_BYTES, (const char*)send + off * es, n * es);
+    int r = barrier(c);
+    if (r != tcclSuccess) return r;
+    for (int k = 0; k < c->nranks; k++) {
+      memmove((char*)recv + ((size_t)k * count + off) * es, c->slots + (size_t)k * SLOT_BYTES, n * es);
+    }
+    if ((r = barrier(c)) != tcclSuccess) return r;
+  }
+  return tcclSuccess;
+}
+
+/* Every rank sends nranks * count elements; rank r receives the reduction of every rank's
+ * elements [r * count, (r + 1) * count). Each slot holds one sub-chunk per destination rank. */
+EXPORT tcclResult_t tcclReduceScatter(const void* send, void* recv, size_t count, tcclDataType_t dtype,
+                             tcclRedOp_t op, tcclComm_t comm, sdaaStream_t stream) {
+  (void)stream;
+  comm_t* c = comm;
+  size_t es = dtype_size(dtype);
+  if (c == NULL || es == 0 || op < 0 || op > 4) return tcclInvalidArgument;
+  if (count && (send == NULL || recv == NULL)) return tcclInvalidArgument;
+  size_t sub = SLOT_BYTES / (size_t)c->nranks / es; /* elements per destination per round */
+  if (sub == 0) return tcclInvalidArgument;
+  char* mine = c->slots + (size_t)c->rank * SLOT_BYTES;
+  for (size_t off = 0; off < count; off += sub) {
+    size_t n = count - off < sub ? count - off : sub;
+    for (int k = 0; k < c->nranks; k++) {
+      memcpy(mine + (size_t)k * sub * es, (const char*)send + ((size_t)k * count + off) * es, n * es);
+    }
+    int r = barrier(c);
+    if (r != tcclSuccess) return r;
+    reduce_chunk(c, (char*)recv + off * es, n, dtype, op, (size_t)c->rank * sub * es);
     if ((r = barrier(c)) != tcclSuccess) return r;
   }
   return tcclSuccess;

@@ -6,7 +6,10 @@
 // that runs every other op's CPU kernel in place on the device memory (no copies; results equal
 // the CPU's bit for bit). Low-precision GEMMs and convolutions compute as tensor cores do: fp32
 // kernels on the fp16/bf16 operands, outputs rounded back (see `TensorCoreScope`). Autocast on
-// PrivateUse1 gets CUDA's cast policies; every other op falls through (see the end).
+// PrivateUse1 gets CUDA's cast policies; every other op falls through (see the end). Streams
+// and events are exact for synchronous execution (events time real host time), pinned memory
+// is remembered host memory, and the op inventory (inventory.cpp) counts what ran where when
+// torch_sdaa turns it on.
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/autocast_mode.h>
@@ -20,11 +23,16 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <torch/library.h>
 
+#include "inventory.h"
 #include "perturb.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -97,25 +105,66 @@ struct EmulatorGuardImpl final : c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     sdaaSetDevice(d.index() < 0 ? 0 : d.index());
   }
+  // Execution is synchronous (an op has finished when it returns), so a stream is only an
+  // identity: id 0 is a device's default stream, the pool and new streams get fresh ids, and
+  // each thread has a current stream per device, as on CUDA. Work on any stream is complete.
   c10::Stream getStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
+    const c10::DeviceIndex index = d.index() < 0 ? getDevice().index() : d.index();
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kSdaa, index), current_stream_id(index));
   }
   c10::Stream getDefaultStream(c10::Device d) const override {
     return c10::Stream(c10::Stream::DEFAULT, d);
   }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
+    return getNewStream(d, 0);
+  }
+  c10::Stream getNewStream(c10::Device d, int) const override {
+    static std::atomic<c10::StreamId> next{1};
+    const c10::DeviceIndex index = d.index() < 0 ? getDevice().index() : d.index();
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(kSdaa, index), next++);
+  }
   c10::Stream exchangeStream(c10::Stream s) const override {
-    return c10::Stream(c10::Stream::DEFAULT, s.device());
+    c10::Stream old = getStream(s.device());
+    current_stream_id(old.device_index()) = s.id();
+    return old;
+  }
+  static c10::StreamId& current_stream_id(c10::DeviceIndex index) {
+    thread_local std::vector<c10::StreamId> current;  // per device; 0 is the default stream
+    if (current.size() <= static_cast<size_t>(index)) current.resize(index + 1, 0);
+    return current[index];
   }
   c10::DeviceIndex deviceCount() const noexcept override {
     int n = 0;
     return sdaaGetDeviceCount(&n) == 0 ? static_cast<c10::DeviceIndex>(n) : 0;
   }
-  // Host memory, one in-order "stream": events are trivially complete.
-  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag)
-      const override {}
+  // An event records when the host passed it, which is when its stream reached it (the work
+  // before it has finished). It is complete once recorded, and waiting on it is free. Timing,
+  // as on CUDA, only for events made with enable_timing (EventFlag::BACKEND_DEFAULT).
+  struct Event {
+    int64_t ns = 0;  // steady-clock time of the last record
+    bool timing = false;
+  };
+  void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag flag)
+      const override {
+    if (*event == nullptr) *event = new Event{0, flag == c10::EventFlag::BACKEND_DEFAULT};
+    static_cast<Event*>(*event)->ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
   void block(void*, const c10::Stream&) const override {}
   bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
+    delete static_cast<Event*>(event);
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr,
+                "SDAA emulator: both events must be recorded before calculating elapsed time");
+    const auto* a = static_cast<const Event*>(start);
+    const auto* b = static_cast<const Event*>(end);
+    TORCH_CHECK(a->timing && b->timing,
+                "SDAA emulator: both events must be created with enable_timing=True to "
+                "calculate elapsed time");
+    return static_cast<double>(b->ns - a->ns) / 1e6;  // milliseconds, as on CUDA
+  }
   bool queryStream(const c10::Stream&) const override { return true; }
   void synchronizeStream(const c10::Stream&) const override {}
   void synchronizeEvent(void*) const override {}
@@ -308,6 +357,52 @@ struct EmulatorGenerator : public at::CPUGeneratorImpl {
   }
 };
 
+// Pinned host memory: plain host memory (all emulated memory is), remembered so that
+// is_pinned() tells it from pageable memory as on a real device (DataLoader(pin_memory=True)
+// and pin_memory() rely on it).
+struct PinnedAllocator final : at::Allocator {
+  at::DataPtr allocate(size_t nbytes) override {
+    void* data = nbytes > 0 ? c10::alloc_cpu(nbytes) : nullptr;
+    if (data != nullptr) {
+      std::lock_guard<std::mutex> lock(mutex());
+      blocks()[reinterpret_cast<uintptr_t>(data)] = nbytes;
+    }
+    return {data, data, &Delete, at::Device(at::kCPU)};
+  }
+  static void Delete(void* ptr) {
+    if (ptr == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      blocks().erase(reinterpret_cast<uintptr_t>(ptr));
+    }
+    c10::free_cpu(ptr);
+  }
+  at::DeleterFnPtr raw_deleter() const override { return &Delete; }
+  void copy_data(void* dest, const void* src, std::size_t count) const final {
+    default_copy_data(dest, src, count);
+  }
+  // Whether `ptr` points into a live pinned block.
+  static bool contains(const void* ptr) {
+    const auto p = reinterpret_cast<uintptr_t>(ptr);
+    std::lock_guard<std::mutex> lock(mutex());
+    auto it = blocks().upper_bound(p);
+    if (it == blocks().begin()) return false;
+    --it;
+    return p < it->first + it->second;
+  }
+  // Pinned tensors can outlive static destructors (freed at exit): never destroyed.
+  static std::map<uintptr_t, size_t>& blocks() {
+    static auto* b = new std::map<uintptr_t, size_t>;  // start -> bytes
+    return *b;
+  }
+  static std::mutex& mutex() {
+    static auto* m = new std::mutex;
+    return *m;
+  }
+};
+
+PinnedAllocator pinned_allocator;
+
 // What libtorch asks of an accelerator backend (at::manual_seed, pinned memory, resize).
 struct EmulatorHooks final : public at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
@@ -348,7 +443,8 @@ struct EmulatorHooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void*) const override {
     return at::Device(kSdaa, static_cast<c10::DeviceIndex>(current_device()));
   }
-  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return &pinned_allocator; }
+  bool isPinnedPtr(const void* data) const override { return PinnedAllocator::contains(data); }
   void init() const override {}
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     at::DataPtr fresh = allocator.allocate(newsize);
@@ -498,6 +594,33 @@ void sync_out(const Operand& o) {
   }
 }
 
+// An sdaa generator (torch.Generator("sdaa")) is a CPU generator tagged sdaa, which CPU kernels
+// refuse: while the op runs, its arguments hold CPU twins of those generators' states, copied
+// back after, so the sdaa generator advances as if the kernel had drawn from it.
+struct GeneratorTwins {
+  std::vector<std::pair<at::Generator, at::Generator>> twins;  // (sdaa generator, CPU twin)
+
+  GeneratorTwins(torch::jit::Stack* stack, size_t arguments) {
+    for (size_t i = stack->size() - arguments; i < stack->size(); ++i) {
+      c10::IValue& v = (*stack)[i];
+      if (!v.isGenerator() || v.toGenerator().device().type() != kSdaa) continue;
+      at::Generator twin = at::make_generator<at::CPUGeneratorImpl>();
+      {
+        std::lock_guard<std::mutex> lock(v.toGenerator().mutex());
+        twin.set_state(v.toGenerator().get_state());
+      }
+      twins.emplace_back(v.toGenerator(), twin);
+      v = twin;
+    }
+  }
+  ~GeneratorTwins() {
+    for (auto& [generator, twin] : twins) {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(twin.get_state());
+    }
+  }
+};
+
 // Every op without an sdaa kernel: its CPU kernel runs on host aliases of the sdaa operands, so
 // results are written straight into device memory and nothing is copied in; fresh outputs are
 // adopted as sdaa tensors (nothing copied out); outputs that alias an operand come back as
@@ -509,7 +632,9 @@ void sync_out(const Operand& o) {
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::DisableRecordFunctionGuard internals;
   const c10::FunctionSchema& schema = op.schema();
+  GeneratorTwins generators(stack, schema.arguments().size());
   if (takes_device(schema)) {
+    if (sdaa_emulator::inventory_enabled()) sdaa_emulator::note_emulator_fallback(schema.name());
     at::native::cpu_fallback(op, stack);
     return;
   }
@@ -541,6 +666,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   if (!device) {  // no sdaa operand at all: nothing to alias
+    if (sdaa_emulator::inventory_enabled()) sdaa_emulator::note_emulator_fallback(schema.name());
     at::native::cpu_fallback(op, stack);
     return;
   }

@@ -67,6 +67,14 @@ tcclResult_t tcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
 tcclResult_t tcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            tcclDataType_t datatype, int root, tcclComm_t comm,
                            sdaaStream_t stream);
+/** Rank r's `sendcount` elements land at recvbuff + r * sendcount on every rank. */
+tcclResult_t tcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           tcclDataType_t datatype, tcclComm_t comm, sdaaStream_t stream);
+/** sendbuff holds nranks * recvcount elements; rank r receives the reduction of every rank's
+ * block r. */
+tcclResult_t tcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               tcclDataType_t datatype, tcclRedOp_t op, tcclComm_t comm,
+                               sdaaStream_t stream);
 tcclResult_t tcclCommDestroy(tcclComm_t comm);
 const char* tcclGetErrorString(tcclResult_t result);
 /** Optional human-readable version. */

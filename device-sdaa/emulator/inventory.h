@@ -1,0 +1,10 @@
+// SDAA EMULATOR — what the torch plugin needs from inventory.cpp (the op inventory).
+#pragma once
+#include <string_view>
+
+namespace sdaa_emulator {
+// Whether the op inventory is counting; it is off until torch_sdaa turns it on.
+bool inventory_enabled();
+// The plugin served `op` through libtorch's copying cpu_fallback: an emulator fallback.
+void note_emulator_fallback(std::string_view op);
+}  // namespace sdaa_emulator
