@@ -153,12 +153,13 @@ pub(crate) fn parse_line_into(
     if json_start.is_some() {
         return oc;
     }
-    if let Some(v) = plain_loss(line) {
+    if let Some((at, v)) = plain_loss(line) {
+        let (epoch, iteration) = plain_step(&line[..at]);
         out.push((
             LogFormat::PlainLoss,
             Record {
-                epoch: None,
-                iteration: None,
+                epoch,
+                iteration,
                 val_iteration: None,
                 rank: 0,
                 metrics: vec![("loss".to_owned(), v)],
@@ -169,8 +170,8 @@ pub(crate) fn parse_line_into(
 }
 
 /// The ModelZoo loss.py fallback `loss ([\d\.e-]+)`: the first `loss ` followed by such a
-/// token that is a number.
-fn plain_loss(line: &[u8]) -> Option<f64> {
+/// token that is a number, and where that `loss` starts.
+fn plain_loss(line: &[u8]) -> Option<(usize, f64)> {
     for at in LOSS_FINDER.find_iter(line) {
         let tail = &line[at + 5..];
         let n = tail
@@ -184,10 +185,35 @@ fn plain_loss(line: &[u8]) -> Option<f64> {
             .ok()
             .and_then(|s| s.parse::<f64>().ok())
         {
-            return Some(v);
+            return Some((at, v));
         }
     }
     None
+}
+
+/// The epoch and step a plain loss line names before its `loss`: `epoch 3 step 10 loss ...`,
+/// `Epoch[3] iter: 10, loss ...` (words `epoch`, `step` / `iter` / `iteration`, any case, each
+/// followed by a number), so such lines pair by step like the structured formats.
+fn plain_step(prefix: &[u8]) -> (Option<u64>, Option<u64>) {
+    let words: Vec<&[u8]> = prefix
+        .split(|c| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let (mut epoch, mut step) = (None, None);
+    for pair in words.windows(2) {
+        let Some(n) = std::str::from_utf8(pair[1])
+            .ok()
+            .and_then(|t| t.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        match pair[0].to_ascii_lowercase().as_slice() {
+            b"epoch" => epoch = Some(n),
+            b"step" | b"iter" | b"iteration" => step = Some(n),
+            _ => {}
+        }
+    }
+    (epoch, step)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -303,6 +303,16 @@ fn plain_loss_fallback() {
     };
     assert_eq!(r[0].metrics, vec![("loss".to_owned(), 1.234)]);
     assert_eq!(r[0].rank, 0);
+    // The words before `loss` number it, so such lines pair by step.
+    assert_eq!((r[0].epoch, r[0].iteration), (Some(3), Some(10)));
+    let LineParse::Records(r) = parse_line(b"Epoch[2] iter: 7, loss 0.25") else {
+        panic!()
+    };
+    assert_eq!((r[0].epoch, r[0].iteration), (Some(2), Some(7)));
+    let LineParse::Records(r) = parse_line(b"train loss 0.25") else {
+        panic!()
+    };
+    assert_eq!((r[0].epoch, r[0].iteration), (None, None));
     let mut rd = LogReader::new(Cursor::new(b"loss 0.5\nloss abc\n".to_vec()));
     assert_eq!(rd.next_tagged().unwrap().0, LogFormat::PlainLoss);
     assert!(rd.next().is_none());

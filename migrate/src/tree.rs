@@ -115,7 +115,9 @@ const SKIP_DIRS: &[&str] = &[
     ".eggs",
 ];
 
-fn skip_dir(entry: &walkdir::DirEntry) -> bool {
+/// Whether a walk of a project leaves this directory out: VCS metadata, caches, virtual
+/// environments (what a migration never reads, and `modelzoo port` never copies).
+pub fn skip_dir(entry: &walkdir::DirEntry) -> bool {
     if entry.depth() == 0 || !entry.file_type().is_dir() {
         return false;
     }

@@ -1,6 +1,7 @@
 //! `modelzoo`: the adapter's toolbox around the zoo — layout checks, SDAA-vs-CUDA precision
 //! reports, op-level precision diffs, environment report, the PR functional check,
-//! scaffolding, CUDA→SDAA migration and FlagPerf standard-case benchmarks.
+//! scaffolding, CUDA→SDAA migration, the porter's loop (migrate, run both sides, compare) and
+//! FlagPerf standard-case benchmarks.
 //!
 //! A thin binary: each subcommand parses its arguments and calls a library.
 
@@ -35,6 +36,9 @@ enum Command {
     Migrate(commands::migrate::Args),
     /// Run FlagPerf standard cases and write finished_info and the results table.
     Bench(commands::bench::Args),
+    /// Migrate a CUDA project, run it and its port side by side (SDAA, or the emulator) and
+    /// compare them.
+    Port(commands::port::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         Command::New(args) => commands::new::run(args),
         Command::Migrate(args) => commands::migrate::run(args),
         Command::Bench(args) => commands::bench::run(args),
+        Command::Port(args) => commands::port::run(args),
     };
     match result {
         Ok(code) => code,

@@ -7,4 +7,5 @@ pub mod diff;
 pub mod env;
 pub mod migrate;
 pub mod new;
+pub mod port;
 pub mod validate;

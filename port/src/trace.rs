@@ -1,0 +1,147 @@
+//! Where a crashed Python run failed in the user's own code: the first traceback in its output
+//! that passes through the project, its deepest frame there, and the exception it raised.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// One frame of a traceback (`File "...", line N, in f` and the source line under it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Frame {
+    pub file: PathBuf,
+    pub line: usize,
+    pub function: String,
+    /// The source line Python printed under the frame, trimmed.
+    pub code: Option<String>,
+}
+
+/// A crash located in the project.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Crash {
+    /// The deepest frame of the traceback inside the project (closest to the error).
+    pub frame: Frame,
+    /// The exception line (`RuntimeError: ...`), its first line.
+    pub error: String,
+}
+
+/// The first traceback in `output` with a frame under `root` (an absolute, canonical path):
+/// its deepest frame under `root` and its exception. torchrun's `[rankN]:` line prefixes are
+/// read through.
+pub fn user_crash(output: &str, root: &Path) -> Option<Crash> {
+    let lines: Vec<&str> = output.lines().map(strip_rank_prefix).collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i]
+            .trim_start()
+            .starts_with("Traceback (most recent call last):")
+        {
+            let (frames, error, next) = read_traceback(&lines, i + 1);
+            if let Some(frame) = frames.into_iter().rev().find(|f| f.file.starts_with(root)) {
+                return Some(Crash { frame, error });
+            }
+            i = next;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// `[rank0]: text` → `text` (torchrun's per-rank prefix).
+fn strip_rank_prefix(line: &str) -> &str {
+    if let Some(rest) = line.strip_prefix("[rank") {
+        if let Some((n, text)) = rest.split_once("]:") {
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                return text.strip_prefix(' ').unwrap_or(text);
+            }
+        }
+    }
+    line
+}
+
+/// The frames from `start` on, the exception line after them, and where reading stopped.
+fn read_traceback(lines: &[&str], start: usize) -> (Vec<Frame>, String, usize) {
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut i = start;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(frame) = parse_frame(line) {
+            frames.push(frame);
+            i += 1;
+            continue;
+        }
+        if line.starts_with(' ') || line.starts_with('\t') || line.trim().is_empty() {
+            // The source line under a frame, or the carets under it.
+            let text = line.trim();
+            if let Some(last) = frames.last_mut() {
+                if last.code.is_none() && !text.is_empty() && !is_caret_line(text) {
+                    last.code = Some(text.to_string());
+                }
+            }
+            i += 1;
+            continue;
+        }
+        return (frames, line.trim().to_string(), i + 1);
+    }
+    (frames, String::new(), i)
+}
+
+fn is_caret_line(text: &str) -> bool {
+    text.chars().all(|c| matches!(c, '^' | '~' | ' '))
+}
+
+/// `  File "/p/train.py", line 12, in main`.
+fn parse_frame(line: &str) -> Option<Frame> {
+    let rest = line.trim_start().strip_prefix("File \"")?;
+    let (file, rest) = rest.split_once("\", line ")?;
+    let (num, function) = match rest.split_once(", in ") {
+        Some((n, f)) => (n, f.trim().to_string()),
+        None => (rest.trim(), String::new()),
+    };
+    Some(Frame {
+        file: PathBuf::from(file),
+        line: num.trim().parse().ok()?,
+        function,
+        code: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "step 0 loss 2.3
+Traceback (most recent call last):
+  File \"/work/dst/train.py\", line 40, in <module>
+    main()
+  File \"/work/dst/train.py\", line 31, in main
+    out = model(x.sdaa())
+          ^^^^^^^^^^^^^^^
+  File \"/venv/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1779, in _wrapped_call_impl
+    return self._call_impl(*args, **kwargs)
+RuntimeError: boom
+  more text of the message
+";
+
+    #[test]
+    fn the_deepest_frame_in_the_project_and_the_error() {
+        let crash = user_crash(TRACE, Path::new("/work/dst")).unwrap();
+        assert_eq!(crash.frame.file, Path::new("/work/dst/train.py"));
+        assert_eq!(crash.frame.line, 31);
+        assert_eq!(crash.frame.function, "main");
+        assert_eq!(crash.frame.code.as_deref(), Some("out = model(x.sdaa())"));
+        assert_eq!(crash.error, "RuntimeError: boom");
+    }
+
+    #[test]
+    fn torchrun_rank_prefixes_are_read_through_and_foreign_tracebacks_skipped() {
+        let text = "Traceback (most recent call last):\n  File \"/elsewhere/x.py\", line 1, in <module>\nValueError: not ours\n\
+                    [rank1]: Traceback (most recent call last):\n[rank1]:   File \"/p/t.py\", line 7, in <module>\n[rank1]:     f()\n[rank1]: KeyError: 'k'\n";
+        let crash = user_crash(text, Path::new("/p")).unwrap();
+        assert_eq!(
+            (crash.frame.line, crash.error.as_str()),
+            (7, "KeyError: 'k'")
+        );
+        assert!(user_crash("no traceback here\n", Path::new("/p")).is_none());
+    }
+}
