@@ -21,6 +21,8 @@ fn zoo(root: &Path, models: &[(&str, &str, u64, &str)]) -> ModelYaml {
             kind: Kind::Python,
             category: "Classification".into(),
             root: root.to_path_buf(),
+            dir: None,
+            train_script: None,
         })
         .unwrap();
         scaffold::apply(&plan).unwrap();

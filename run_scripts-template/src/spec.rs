@@ -50,6 +50,10 @@ pub struct ArgDef {
     /// also be finite (no `nan`, `inf`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<String>,
+    /// The kit's own argument (dumps, FleetX configs, ...): `run_<model>` binaries have it, a
+    /// Python ModelZoo model's argument.py does not (its training script would reject it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kit_only: bool,
     pub help: String,
 }
 

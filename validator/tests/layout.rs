@@ -445,6 +445,8 @@ fn scaffold(root: &Path, name: &str, kind: modelzoo_scaffold::Kind) -> PathBuf {
         kind,
         category: "Classification".into(),
         root: root.to_path_buf(),
+        dir: None,
+        train_script: None,
     })
     .unwrap();
     apply(&plan).unwrap();

@@ -31,6 +31,8 @@ fn zoo_with(root: &Path, models: &[(&str, &str, u64)]) {
             kind: Kind::Python,
             category: "NLP".into(),
             root: root.to_path_buf(),
+            dir: None,
+            train_script: None,
         })
         .unwrap();
         scaffold::apply(&plan).unwrap();

@@ -2,11 +2,15 @@
 //! template files in `templates/` (embedded at build time) plus its `model.yaml` entry. Apart
 //! from run_scripts_template so that no `run_<model>` binary links the scaffolder.
 //!
-//! Placeholders are `{{name}}`, `{{title}}`, `{{Camel}}` (the name in CamelCase, for Rust type
-//! names), `{{category}}`, `{{model_path}}`, and two rendered
-//! from the standard argument spec: `{{args_table}}` (Markdown, one row per argument) and
-//! `{{argparse_arguments}}` (the `parser.add_argument(...)` lines of argument.py). Existing
-//! files are never overwritten.
+//! Placeholders are `{{name}}`, `{{run}}` (the name in snake case: `run_<run>.py`, the
+//! `--model_name`, the model.yaml entry), `{{title}}`, `{{Camel}}` (the name in CamelCase, for
+//! Rust type names), `{{category}}`, `{{model_path}}`, two rendered from the standard argument
+//! spec: `{{args_table}}` (Markdown, one row per argument) and `{{argparse_arguments}}` (the
+//! `parser.add_argument(...)` lines of argument.py) — for a Python model without the kit's own
+//! arguments —, and two of the Python launcher: `{{train_script}}` (the training script, from
+//! run_scripts/) and `{{forward}}` (the standard arguments it declares, read from its argparse
+//! calls). A Python model can be scaffolded around a training script that exists
+//! ([`NewModel::train_script`]): what is missing is added, nothing is ever overwritten.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -45,11 +49,18 @@ macro_rules! template {
 const PYTHON: &[Template] = &[
     template!("python/README.md"),
     template!("python/requirements.txt"),
+    template!("python/train.py"),
     template!("python/run_scripts/README.md"),
     template!("python/run_scripts/argument.py"),
     template!("python/run_scripts/formate_cmd.py"),
-    template!("python/run_scripts/run_{{name}}.py"),
+    template!("python/run_scripts/run_{{run}}.py"),
 ];
+
+/// Files of a Python model that an adopted directory may already have: kept as they are.
+const KEPT_WHEN_PRESENT: &[&str] = &["README.md", "requirements.txt"];
+
+/// The scaffold's own training script (replaced by [`NewModel::train_script`] when adopting).
+const TRAIN_TEMPLATE: &str = "train.py";
 
 const RUST: &[Template] = &[
     template!("rust/Cargo.toml"),
@@ -67,13 +78,22 @@ const RUST: &[Template] = &[
 /// What to scaffold.
 #[derive(Debug, Clone)]
 pub struct NewModel {
-    /// Model name: lowercase letters, digits and `_`, starting with a letter (`run_<name>`).
+    /// Model name. Rust: lowercase letters, digits and `_`, starting with a letter
+    /// (`run_<name>`). Python: the directory name as the public zoo writes them (`ResNet`,
+    /// `MobileNet_V2`, `SE-ResNet`): letters, digits, `_`, `-`, starting with a letter; its
+    /// snake case (`mobilenet_v2`) names `run_<name>.py` and the model.yaml entry.
     pub name: String,
     pub kind: Kind,
     /// ModelZoo category (`Classification`, `NLP`, ...); the Python model lives under it.
     pub category: String,
     /// Zoo root: holds `model_config/model.yaml`; model paths are relative to it.
     pub root: PathBuf,
+    /// The model directory relative to `root`, when not `<category>/<name>` (Python) or
+    /// `modelzoo/<name>` (Rust).
+    pub dir: Option<String>,
+    /// Python: adopt this existing training script (relative to the model directory) instead of
+    /// writing the scaffold's own `train.py` — e.g. a project `modelzoo port` migrated.
+    pub train_script: Option<PathBuf>,
 }
 
 /// Everything `new` will create, computed without touching the disk.
@@ -82,6 +102,8 @@ pub struct Plan {
     pub model_dir: PathBuf,
     /// Files to create: path and content.
     pub files: Vec<(PathBuf, String)>,
+    /// Files of the scaffold an adopted directory already has, kept as they are.
+    pub kept: Vec<PathBuf>,
     /// The model.yaml that gets the entry (created when missing).
     pub model_yaml: PathBuf,
     pub entry: ModelEntry,
@@ -90,8 +112,14 @@ pub struct Plan {
 /// Why a scaffold cannot be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
-    #[error("invalid model name `{name}`: use lowercase letters, digits and `_`, starting with a letter (it becomes run_{name})")]
-    InvalidName { name: String },
+    #[error("invalid model name `{name}`: {rule}")]
+    InvalidName { name: String, rule: &'static str },
+    #[error(
+        "invalid model directory `{dir}`: give a relative path inside the zoo root, without `..`"
+    )]
+    InvalidDir { dir: String },
+    #[error("--train-script {}: {why}", path.display())]
+    TrainScript { path: PathBuf, why: String },
     #[error(
         "invalid category `{category}`: use letters, digits, `_` or `-` (e.g. Classification, NLP)"
     )]
@@ -121,13 +149,8 @@ fn list(paths: &[PathBuf]) -> String {
 /// way, no model.yaml entry of that name.
 pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
     let name = &req.name;
-    let valid_name = name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !valid_name {
-        return Err(ScaffoldError::InvalidName { name: name.clone() });
-    }
+    check_name(name, req.kind)?;
+    let run = snake_of(name);
     let valid_category = !req.category.is_empty()
         && req
             .category
@@ -138,33 +161,73 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
             category: req.category.clone(),
         });
     }
-    let model_path = match req.kind {
-        Kind::Python => format!("{}/{}", req.category, name),
-        Kind::Rust => format!("modelzoo/{name}"),
+    let model_path = match (&req.dir, req.kind) {
+        (Some(dir), _) => {
+            let p = Path::new(dir);
+            let plain = p.is_relative()
+                && p.components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !plain || dir.is_empty() {
+                return Err(ScaffoldError::InvalidDir { dir: dir.clone() });
+            }
+            dir.trim_end_matches('/').to_string()
+        }
+        (None, Kind::Python) => format!("{}/{}", req.category, name),
+        (None, Kind::Rust) => format!("modelzoo/{name}"),
     };
     let model_dir = req.root.join(&model_path);
     let spec = ArgSpec::standard();
     let title = title_of(name);
+    let python = req.kind == Kind::Python;
+    let (train_rel, train_text) = match (&req.train_script, python) {
+        (Some(script), true) => (script.clone(), adopted_script(&model_dir, script)?),
+        (Some(script), false) => {
+            return Err(ScaffoldError::TrainScript {
+                path: script.clone(),
+                why: "only a Python model adopts a training script".into(),
+            })
+        }
+        (None, _) => (
+            PathBuf::from(TRAIN_TEMPLATE),
+            render_train_template(name, &run),
+        ),
+    };
     let vars: Vec<(&str, String)> = vec![
         ("{{name}}", name.clone()),
+        ("{{run}}", run.clone()),
         ("{{title}}", title),
         ("{{Camel}}", camel_of(name)),
         ("{{category}}", req.category.clone()),
         ("{{model_path}}", model_path.clone()),
-        ("{{args_table}}", args_table(&spec)),
-        ("{{argparse_arguments}}", argparse_arguments(&spec)),
+        ("{{args_table}}", args_table(&spec, python)),
+        ("{{argparse_arguments}}", argparse_arguments(&spec, python)),
+        (
+            "{{train_script}}",
+            py_str(&Path::new("..").join(&train_rel).to_string_lossy()),
+        ),
+        ("{{forward}}", forward_map(&spec, &train_text)),
     ];
     let (templates, prefix) = match req.kind {
         Kind::Python => (PYTHON, "python/"),
         Kind::Rust => (RUST, "rust/"),
     };
-    let files: Vec<(PathBuf, String)> = templates
-        .iter()
-        .map(|t| {
-            let rel = render(t.path.trim_start_matches(prefix), &vars);
-            (model_dir.join(rel), render(t.text, &vars))
-        })
-        .collect();
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for t in templates {
+        let rel = render(t.path.trim_start_matches(prefix), &vars);
+        let path = model_dir.join(&rel);
+        if rel == TRAIN_TEMPLATE && req.train_script.is_some() {
+            continue;
+        }
+        if req.train_script.is_some()
+            && KEPT_WHEN_PRESENT.contains(&rel.as_str())
+            && path.symlink_metadata().is_ok()
+        {
+            kept.push(path);
+            continue;
+        }
+        files.push((path, render(t.text, &vars)));
+    }
     let existing: Vec<PathBuf> = files
         .iter()
         .filter(|(p, _)| p.symlink_metadata().is_ok())
@@ -177,22 +240,22 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
     let model_yaml = req.root.join("model_config").join("model.yaml");
     if model_yaml.exists() {
         let index = ModelYaml::load(&model_yaml)?;
-        if index.get(name).is_some() {
+        if index.get(&run).is_some() {
             return Err(ScaffoldError::EntryExists {
                 path: model_yaml,
-                name: name.clone(),
+                name: run.clone(),
             });
         }
     }
     let entry = match req.kind {
         Kind::Python => ModelEntry {
-            name: name.clone(),
+            name: run.clone(),
             path: model_path,
             framework: Framework::Pytorch,
             category: req.category.clone(),
-            devices: vec!["sdaa".into(), "cuda".into()],
+            devices: vec!["cpu".into(), "cuda".into(), "sdaa".into()],
             command: format!(
-                "cd run_scripts && python3 run_{name}.py --model_name {name} --device {{device}} --step 10 --output_dir {{output_dir}}"
+                "cd run_scripts && python run_{run}.py --model_name {run} --device {{device}} --step 10 --output_dir {{output_dir}}"
             ),
             log: "{output_dir}/dllogger.json".into(),
             metrics: vec!["train.loss".into(), "train.ips".into()],
@@ -215,10 +278,156 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
     Ok(Plan {
         model_dir,
         files,
+        kept,
         model_yaml,
         entry,
     })
 }
+
+/// The model name rule of each kind (see [`NewModel::name`]).
+fn check_name(name: &str, kind: Kind) -> Result<(), ScaffoldError> {
+    let (ok, rule) = match kind {
+        Kind::Rust => (
+            name.starts_with(|c: char| c.is_ascii_lowercase())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+            "a Rust model's name is lowercase letters, digits and `_`, starting with a letter (it becomes the binary run_<name>)",
+        ),
+        Kind::Python => (
+            name.starts_with(|c: char| c.is_ascii_alphabetic())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "a Python model's name is letters, digits, `_` and `-`, starting with a letter (`ResNet`, `MobileNet_V2`, `SE-ResNet`)",
+        ),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ScaffoldError::InvalidName {
+            name: name.to_string(),
+            rule,
+        })
+    }
+}
+
+/// `MobileNet_V2` → `mobilenet_v2`, `SE-ResNet` → `se_resnet`.
+fn snake_of(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect()
+}
+
+fn render_train_template(name: &str, run: &str) -> String {
+    let text = PYTHON
+        .iter()
+        .find(|t| t.path == "python/train.py")
+        .map_or("", |t| t.text);
+    render(
+        text,
+        &[
+            ("{{name}}", name.to_string()),
+            ("{{run}}", run.to_string()),
+            ("{{title}}", title_of(name)),
+        ],
+    )
+}
+
+/// The text of the training script an existing model directory brings.
+fn adopted_script(model_dir: &Path, script: &Path) -> Result<String, ScaffoldError> {
+    let err = |why: String| ScaffoldError::TrainScript {
+        path: script.to_path_buf(),
+        why,
+    };
+    if script.is_absolute()
+        || script
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err(err(
+            "give it relative to the model directory (e.g. train.py)".into(),
+        ));
+    }
+    let path = model_dir.join(script);
+    match path.metadata() {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err(err(format!("{} is not a regular file", path.display()))),
+        Err(e) => return Err(err(format!("{}: {e}", path.display()))),
+    }
+    std::fs::read_to_string(&path).map_err(|e| err(format!("{}: {e}", path.display())))
+}
+
+/// The option strings (`--batch_size`, `--bs`, `-b`) a Python script passes to argparse's
+/// `add_argument` — read from its text, never run.
+pub fn declared_flags(script: &str) -> Vec<String> {
+    let mut flags = Vec::new();
+    let mut rest = script;
+    while let Some(at) = rest.find("add_argument(") {
+        rest = &rest[at + "add_argument(".len()..];
+        let mut args = rest;
+        // The leading string literals of the call are its option strings.
+        loop {
+            let trimmed = args.trim_start();
+            let Some(quote) = trimmed.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                break;
+            };
+            let body = &trimmed[1..];
+            let Some(end) = body.find(quote) else { break };
+            let flag = &body[..end];
+            if !flag.starts_with('-') {
+                break;
+            }
+            flags.push(flag.to_string());
+            args = body[end + 1..].trim_start();
+            match args.strip_prefix(',') {
+                Some(after) => args = after,
+                None => break,
+            }
+        }
+    }
+    flags
+}
+
+/// The launcher's `FORWARD` dict: each standard argument (not the kit's own, not the launcher's)
+/// that `script` declares, with the flag it declares it under.
+fn forward_map(spec: &ArgSpec, script: &str) -> String {
+    let declared = declared_flags(script);
+    let mut entries: Vec<String> = Vec::new();
+    for a in spec.args.iter().filter(|a| !a.kit_only) {
+        if LAUNCHER_ARGS.contains(&a.name.as_str()) {
+            continue;
+        }
+        let names = std::iter::once(&a.name).chain(a.aliases.iter());
+        let found = names
+            .flat_map(|n| [format!("--{n}"), format!("--{}", n.replace('_', "-"))])
+            .find(|f| declared.contains(f));
+        if let Some(flag) = found {
+            entries.push(format!("    {}: {},", py_str(&a.name), py_str(&flag)));
+        }
+    }
+    if entries.is_empty() {
+        "{}".to_string()
+    } else {
+        format!("{{\n{}\n}}", entries.join("\n"))
+    }
+}
+
+/// The standard arguments the Python launcher itself consumes (torchrun's, `--print_cmd`).
+const LAUNCHER_ARGS: &[&str] = &[
+    "nproc_per_node",
+    "nnode",
+    "node_rank",
+    "master_addr",
+    "master_port",
+    "print_cmd",
+];
 
 /// Writes the plan: each file atomically and never over an existing one (a file that
 /// appeared since [`plan`] is an error), then the model.yaml entry.
@@ -280,10 +489,11 @@ fn title_of(name: &str) -> String {
         .join("")
 }
 
-/// Markdown table of every argument: flags, type, default, meaning.
-pub fn args_table(spec: &ArgSpec) -> String {
+/// Markdown table of every argument (without the kit's own for a Python model): flags, type,
+/// default, meaning.
+pub fn args_table(spec: &ArgSpec, python: bool) -> String {
     let mut out = String::from("| argument | type | default | meaning |\n|---|---|---|---|\n");
-    for a in &spec.args {
+    for a in spec.args.iter().filter(|a| !(python && a.kit_only)) {
         let mut flags = vec![format!("`--{}`", a.name)];
         flags.extend(a.aliases.iter().map(|x| format!("`--{x}`")));
         if let Some(s) = a.short {
@@ -316,10 +526,12 @@ pub fn args_table(spec: &ArgSpec) -> String {
     out.trim_end().to_string()
 }
 
-/// The argparse `add_argument` calls for every argument, indented for `build_parser`.
-pub fn argparse_arguments(spec: &ArgSpec) -> String {
+/// The argparse `add_argument` calls for every argument (without the kit's own for a Python
+/// model), indented for `build_parser`.
+pub fn argparse_arguments(spec: &ArgSpec, python: bool) -> String {
     spec.args
         .iter()
+        .filter(|a| !(python && a.kit_only))
         .map(argparse_line)
         .collect::<Vec<_>>()
         .join("\n")
@@ -334,7 +546,8 @@ fn argparse_line(a: &ArgDef) -> String {
     parts.extend(a.aliases.iter().map(|x| py_str(&format!("--{x}"))));
     parts.push(format!("dest={}", py_str(&a.name)));
     match a.ty {
-        ArgType::Bool => parts.push("action=\"store_true\"".into()),
+        // A switch that also takes a value (`--autocast True`, as the ModelZoo's check passes it).
+        ArgType::Bool => parts.push("type=str2bool, nargs=\"?\", const=True, default=False".into()),
         ty => {
             let py_ty = match ty {
                 ArgType::Int => "int",
@@ -413,10 +626,10 @@ args:
                 r#"    parser.add_argument("--lr", dest="lr", type=float, default=0.1, help="Rate (100%% = \"full\")")"#,
                 r#"    parser.add_argument("--arch", dest="arch", type=str, default="a", choices=["a", "b"], required=True, help="h")"#,
                 r#"    parser.add_argument("-o", "--override", dest="override", type=str, action="append", help="h")"#,
-                r#"    parser.add_argument("--amp", dest="amp", action="store_true", help="h")"#,
+                r#"    parser.add_argument("--amp", dest="amp", type=str2bool, nargs="?", const=True, default=False, help="h")"#,
             ]
         );
-        let table = args_table(&spec);
+        let table = args_table(&spec, false);
         assert!(
             table.contains("| `--override`, `-o` | string | — | h Repeatable. |"),
             "{table}"
@@ -426,35 +639,111 @@ args:
 
     #[test]
     fn names_and_categories_are_checked_before_anything_is_rendered() {
-        let req = |name: &str, category: &str| NewModel {
+        let req = |name: &str, kind: Kind, category: &str| NewModel {
             name: name.into(),
-            kind: Kind::Python,
+            kind,
             category: category.into(),
             root: PathBuf::from("/nonexistent-root"),
+            dir: None,
+            train_script: None,
         };
-        for bad in ["", "1net", "Net", "my-net", "a b", "../x"] {
+        for bad in ["", "1net", "a b", "../x", "-x", "net.py"] {
             assert!(
                 matches!(
-                    plan(&req(bad, "NLP")),
+                    plan(&req(bad, Kind::Python, "NLP")),
+                    Err(ScaffoldError::InvalidName { .. })
+                ),
+                "{bad}"
+            );
+        }
+        // The public zoo's directory names are Python model names; a Rust one is a binary name.
+        for bad in ["Net", "my-net"] {
+            assert!(
+                matches!(
+                    plan(&req(bad, Kind::Rust, "NLP")),
                     Err(ScaffoldError::InvalidName { .. })
                 ),
                 "{bad}"
             );
         }
         assert!(matches!(
-            plan(&req("net", "../up")),
+            plan(&req("net", Kind::Python, "../up")),
             Err(ScaffoldError::InvalidCategory { .. })
         ));
-        let p = plan(&req("my_net2", "NLP")).unwrap();
-        assert_eq!(p.model_dir, PathBuf::from("/nonexistent-root/NLP/my_net2"));
+        let p = plan(&req("MobileNet_V2", Kind::Python, "Classification")).unwrap();
+        assert_eq!(
+            p.model_dir,
+            PathBuf::from("/nonexistent-root/Classification/MobileNet_V2")
+        );
+        assert_eq!(p.entry.name, "mobilenet_v2");
         assert!(p
             .files
             .iter()
-            .any(|(f, _)| f.ends_with("run_scripts/run_my_net2.py")));
+            .any(|(f, _)| f.ends_with("run_scripts/run_mobilenet_v2.py")));
+        assert!(p.files.iter().any(|(f, _)| f.ends_with("train.py")));
         assert!(
             p.files.iter().all(|(_, text)| !text.contains("{{")),
             "unrendered placeholder"
         );
         assert!(model_config::model_yaml::uses_step(&p.entry.command));
+        let p = plan(&req("SE-ResNet", Kind::Python, "Classification")).unwrap();
+        assert_eq!(p.entry.name, "se_resnet");
+    }
+
+    #[test]
+    fn the_launcher_forwards_only_what_the_training_script_declares() {
+        let script = r#"
+p.add_argument("--epochs", type=int)
+p.add_argument('--batch-size', '-b', type=int)
+parser.add_argument(
+    "--lr", "--learning-rate", type=float)
+p.add_argument("--dump_dir")  # not a standard argument
+p.add_argument("--seed")
+"#;
+        assert_eq!(
+            declared_flags(script),
+            [
+                "--epochs",
+                "--batch-size",
+                "-b",
+                "--lr",
+                "--learning-rate",
+                "--dump_dir",
+                "--seed"
+            ]
+        );
+        let map = forward_map(&ArgSpec::standard(), script);
+        assert!(map.contains("\"epoch\": \"--epochs\""), "{map}");
+        assert!(map.contains("\"batch_size\": \"--batch-size\""), "{map}");
+        assert!(map.contains("\"lr\": \"--lr\""), "{map}");
+        assert!(map.contains("\"seed\": \"--seed\""), "{map}");
+        // Not declared (or the kit's own): never passed on.
+        for absent in [
+            "step",
+            "device",
+            "logging_freq",
+            "dump",
+            "amp_dtype",
+            "nproc_per_node",
+        ] {
+            assert!(!map.contains(&format!("\"{absent}\"")), "{absent}: {map}");
+        }
+        // The scaffold's own train.py takes every standard argument the launcher passes on.
+        let own = forward_map(&ArgSpec::standard(), &render_train_template("Net", "net"));
+        for name in [
+            "model_name",
+            "epoch",
+            "step",
+            "batch_size",
+            "dataset_path",
+            "lr",
+            "device",
+            "autocast",
+            "num_workers",
+            "seed",
+            "output_dir",
+        ] {
+            assert!(own.contains(&format!("\"{name}\"")), "{name}: {own}");
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! `modelzoo new <name> --kind python|rust`: scaffold a model directory in ModelZoo shape from
-//! the templates of modelzoo-scaffold, plus its model.yaml entry. Never overwrites.
+//! the templates of modelzoo-scaffold, plus its model.yaml entry — or, with `--train-script`,
+//! the ModelZoo files around a training script that exists (a project `modelzoo port`
+//! migrated). Never overwrites.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,7 +18,9 @@ enum KindArg {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model name: lowercase letters, digits, `_` (the command becomes run_<name>).
+    /// Model name. Python: the directory name (`ResNet`, `MobileNet_V2`, `SE-ResNet`), its
+    /// snake case names run_<name>.py and the model.yaml entry. Rust: lowercase letters, digits
+    /// and `_` (the binary run_<name>).
     name: String,
     /// Which layout to create.
     #[arg(long, value_enum)]
@@ -27,6 +31,14 @@ pub struct Args {
     /// Zoo root: holds model_config/model.yaml (created when missing).
     #[arg(long, default_value = ".")]
     root: PathBuf,
+    /// The model directory, relative to --root (default <category>/<name> for Python,
+    /// modelzoo/<name> for Rust).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<String>,
+    /// Python: scaffold around this training script of the model directory (relative to it)
+    /// instead of writing a new train.py; README.md and requirements.txt are kept when present.
+    #[arg(long, value_name = "FILE")]
+    train_script: Option<PathBuf>,
     /// List what would be created and the model.yaml entry; write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -41,6 +53,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         category: args.category,
         root: args.root,
+        dir: args.dir,
+        train_script: args.train_script,
     };
     let plan = scaffold::plan(&req)?;
     let verb = if args.dry_run {
@@ -53,6 +67,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for (path, _) in &plan.files {
         println!("{verb} {}", path.display());
+    }
+    for path in &plan.kept {
+        println!("kept {} (already there)", path.display());
     }
     println!(
         "{} entry `{}` in {}",

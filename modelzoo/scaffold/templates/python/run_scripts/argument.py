@@ -1,9 +1,20 @@
-"""Every argument of run_{{name}}.py, in one place (ModelZoo standard arguments first).
-
-Scaffolded by `modelzoo new` from run_scripts-template/spec/standard.yaml; add the model's own
-arguments at the end of `build_parser`.
+"""Every argument of run_{{run}}.py, in one place: the ModelZoo standard arguments
+(run_scripts-template/spec/standard.yaml, without the kit's own), then the model's own — add
+those at the end of `build_parser`.
 """
 import argparse
+
+
+def str2bool(v):
+    """A switch that also takes a value: `--autocast`, `--autocast True`, `--autocast false`
+    (the ModelZoo's PR check passes one)."""
+    if isinstance(v, bool):
+        return v
+    if v.lower() in ("yes", "true", "t", "y", "1"):
+        return True
+    if v.lower() in ("no", "false", "f", "n", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean (true/false), got {v!r}")
 
 
 def build_parser():
