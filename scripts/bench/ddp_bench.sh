@@ -23,6 +23,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1 RUST_LOG=warn
 
+# A side that fails stops the benchmark with its own output (never a table with a row
+# missing and exit 0).
+fail() { # what, log file
+    echo "ddp_bench: $1 failed; its output:" >&2
+    tail -n 30 "$2" >&2
+    exit 1
+}
+
 # run_resnet: the job's train.ips averaged over the logging windows after the warm-up one.
 ours() {
     local n="$1" out="$work/ours$1"
@@ -30,7 +38,8 @@ ours() {
     "$bin" --model_name resnet18 --num_classes 1000 --image_size "$size" --batch_size "$bs" \
         --synthetic_samples $(( bs * n * (warmup + steps) )) --num_workers 0 \
         --step $(( warmup + steps )) --logging_freq "$warmup" --nproc_per_node "$n" \
-        --master_port $(( 29700 + n )) --output_dir "$out" > /dev/null 2>&1
+        --master_port $(( 29700 + n )) --output_dir "$out" > "$work/ours$n.log" 2>&1 \
+        || fail "run_resnet with $n worker(s)" "$work/ours$n.log"
     "$py" - "$out/resnet18_log.json" <<'PY'
 import json, sys
 ips = [json.loads(l.split("TCAPPDLL ", 1)[1])["data"]["train.ips"]
@@ -39,22 +48,29 @@ print(round(sum(ips[1:]) / len(ips[1:]), 2))
 PY
 }
 theirs() {
-    local n="$1"
+    local n="$1" log="$work/theirs$1.log"
     local args=(--batch_size "$bs" --image_size "$size" --warmup "$warmup" --steps "$steps")
     if (( n == 1 )); then
-        PYTHONPATH="$pydir" "$py" "$root/scripts/bench/ddp_reference.py" "${args[@]}"
+        PYTHONPATH="$pydir" "$py" "$root/scripts/bench/ddp_reference.py" "${args[@]}" >"$log" 2>&1 \
+            || fail "the PyTorch reference with 1 worker" "$log"
     else
         PYTHONPATH="$pydir" "$root/.venv/bin/torchrun" --nproc_per_node "$n" --master_port 29710 \
-            "$root/scripts/bench/ddp_reference.py" "${args[@]}" 2>/dev/null
-    fi | "$py" -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["ips"])'
+            "$root/scripts/bench/ddp_reference.py" "${args[@]}" >"$log" 2>&1 \
+            || fail "the PyTorch reference (torchrun) with $n workers" "$log"
+    fi
+    grep '^{' "$log" | tail -n 1 | "$py" -c 'import json,sys; print(json.loads(sys.stdin.read())["ips"])' \
+        || fail "reading the PyTorch reference's result ($n workers)" "$log"
 }
 
 echo "machine: $(lscpu | grep 'Model name' | sed 's/ \+/ /g'), $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "case: resnet18, batch $bs per worker, ${size}x${size}, 1 thread per worker, $steps timed steps after $warmup"
 printf "%-6s %-12s %12s %12s\n" round impl "1w imgs/s" "2w imgs/s"
 for r in $(seq 1 "$rounds"); do
-    o1=$(ours 1); o2=$(ours 2)
-    t1=$(theirs 1); t2=$(theirs 2)
+    # `|| exit`: a failed side has already said why (command substitutions do not stop a script).
+    o1=$(ours 1) || exit 1
+    o2=$(ours 2) || exit 1
+    t1=$(theirs 1) || exit 1
+    t2=$(theirs 2) || exit 1
     printf "%-6s %-12s %12s %12s   efficiency %s\n" "$r" run_resnet "$o1" "$o2" "$("$py" -c "print(f'{$o2/(2*$o1):.2f}')")"
     printf "%-6s %-12s %12s %12s   efficiency %s\n" "$r" pytorch-ddp "$t1" "$t2" "$("$py" -c "print(f'{$t2/(2*$t1):.2f}')")"
 done

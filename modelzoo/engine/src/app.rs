@@ -366,14 +366,11 @@ fn train<R: Recipe>(
     let model_name = std.model_name.as_deref().unwrap_or(R::PROGRAM);
     let json = runner::log_path(&out_dir, model_name);
     let parameters = crate::parameter_count(built.module.var_store());
-    let mut logger = runner::metric_logger(
-        &json,
-        settings.resume.is_some(),
-        ddp.as_ref(),
-        batch_size,
-        parameters,
-    )
-    .map_err(|e| RunError::input(format!("cannot create metric log {}: {e}", json.display())))?;
+    let mut logger = runner::metric_logger(&json, settings.resume.is_some(), ddp.as_ref())
+        .map_err(|e| {
+            RunError::input(format!("cannot create metric log {}: {e}", json.display()))
+        })?;
+    let parameter_record = runner::parameter_record(ddp.as_ref(), batch_size, parameters);
     tracing::info!(
         "{model_name} on {} ({}), {}, precision {:?}; metrics to stdout and {}",
         device.spec(),
@@ -389,7 +386,7 @@ fn train<R: Recipe>(
             built.module,
             dev,
             settings,
-            Box::new(runner::DlloggerSink(&mut logger)),
+            Box::new(runner::DlloggerSink::new(&mut logger, parameter_record)),
         )?
         .with_stop_flag(stop);
         if let Some(ddp) = ddp {

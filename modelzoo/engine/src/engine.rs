@@ -76,6 +76,8 @@ struct FitPlan {
     steps_per_epoch: u64,
     /// Optimizer steps of the whole run (the schedule's length).
     total: u64,
+    /// The epochs end the schedule (not `--step`): what to raise to train further.
+    ends_by_epochs: bool,
     /// The step the run starts from (0, or the resumed checkpoint's).
     start_step: u64,
     rank: u64,
@@ -329,10 +331,8 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 accumulate,
             });
         }
-        let mut total = steps_per_epoch * s.num_train_epochs;
-        if let Some(m) = s.max_steps {
-            total = total.min(m);
-        }
+        let by_epochs = steps_per_epoch * s.num_train_epochs;
+        let total = s.max_steps.map_or(by_epochs, |m| by_epochs.min(m));
         // A run that does not resume never writes into another run's checkpoints.
         checkpoint::check_unused(&s.ckpt_dir, s.resume.is_some())?;
         if self.is_main() {
@@ -356,6 +356,17 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             }
         }
         let start_step = self.counters.step;
+        let ends_by_epochs = s.max_steps.is_none_or(|m| m >= by_epochs);
+        if start_step >= total {
+            // Resumed at the end of the schedule: refused before anything is logged.
+            return Err(EngineError::NothingTrained {
+                step: start_step,
+                total,
+                ends_by_epochs,
+                skipped: 0,
+                first_skip: None,
+            });
+        }
         if let Some(ddp) = self.ddp.as_mut() {
             let trainable: Vec<(String, Tensor)> = self
                 .all_vars
@@ -371,6 +382,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             accumulate,
             steps_per_epoch,
             total,
+            ends_by_epochs,
             start_step,
             rank,
         })
@@ -514,6 +526,7 @@ impl<'d, M: BasicModule> Engine<'d, M> {
             return Err(EngineError::NothingTrained {
                 step: self.counters.step,
                 total: plan.total,
+                ends_by_epochs: plan.ends_by_epochs,
                 skipped: train.skipped(),
                 first_skip: train.first_skip(),
             });
@@ -739,7 +752,15 @@ impl<'d, M: BasicModule> Engine<'d, M> {
                 }
             }
         }
-        let loss_sum = loss_sum.map(|t| t.double_value(&[])).unwrap_or(f64::NAN);
+        // A validation set that yielded nothing (every sample unreadable, or empty) has no
+        // figures: logging NaN and carrying on would pass a run that validated nothing.
+        let Some(loss_sum) = loss_sum.filter(|_| samples > 0) else {
+            return Err(EngineError::NothingEvaluated {
+                skipped: val.skipped(),
+                first_skip: val.first_skip(),
+            });
+        };
+        let loss_sum = loss_sum.double_value(&[]);
         let counts: Vec<(&'static str, f64)> = counts
             .iter()
             .map(|(k, t)| (*k, t.double_value(&[])))

@@ -18,6 +18,8 @@ use run_scripts_template::{ArgValue, ResolvedArgs, StandardArgs};
 /// How long workers get to exit after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(10);
 const TICK: Duration = Duration::from_millis(50);
+/// How long a failure waits for the workers it takes down before naming the cause.
+const SETTLE: Duration = Duration::from_millis(1000);
 
 /// A launch for this node, from the standard DDP flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,44 +324,68 @@ fn supervise(
     let mut forwarded: Option<Instant> = None;
     let mut last_store_check = Instant::now();
     loop {
-        for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+        let mut failed = None;
+        for (i, w) in workers.iter_mut().enumerate() {
+            if w.status.is_some() {
+                continue;
+            }
             if let Ok(Some(status)) = w.child.try_wait() {
                 w.status = Some(status);
-                if !status.success() && forwarded.is_none() {
-                    let interrupted = interrupted_status(&status);
-                    let who = format!(
-                        "worker rank {} (node {}, pid {})",
-                        w.rank,
-                        plan.node_rank,
-                        w.child.id()
-                    );
-                    let message = if interrupted {
-                        format!(
-                            "{who} was interrupted ({}); asked the other workers to save and stop",
-                            describe(&status)
-                        )
-                    } else {
-                        format!(
-                            "{who} failed with {}; stopped the other workers",
-                            describe(&status)
-                        )
-                    };
-                    if plan.nnode > 1 {
-                        let record = if interrupted {
-                            format!("{INTERRUPTED_PREFIX}{message}")
-                        } else {
-                            message.clone()
-                        };
-                        let _ = store.set(ABORT, record.as_bytes());
-                    }
-                    stop_all(workers);
-                    return Err(if interrupted {
-                        LaunchError::Interrupted(format!("interrupted: {message}"))
-                    } else {
-                        LaunchError::WorkerFailed(message)
-                    });
+                if !status.success() && forwarded.is_none() && failed.is_none() {
+                    failed = Some(i);
                 }
             }
+        }
+        if let Some(first) = failed {
+            // A rank that dies takes its peers down with it (their collectives fail a moment
+            // later): let them end, then name the one that failed first, not a bystander.
+            settle(workers, SETTLE);
+            let cause = root_cause(workers, first);
+            let w = &workers[cause];
+            let status = w.status.expect("the failed worker has a status");
+            let interrupted = interrupted_status(&status);
+            let who = format!(
+                "worker rank {} (node {}, pid {})",
+                w.rank,
+                plan.node_rank,
+                w.child.id()
+            );
+            let others: Vec<String> = workers
+                .iter()
+                .enumerate()
+                .filter(|(i, o)| *i != cause && o.status.is_some_and(|s| !s.success()))
+                .map(|(_, o)| format!("rank {} {}", o.rank, describe(&o.status.unwrap())))
+                .collect();
+            let then = if others.is_empty() {
+                String::new()
+            } else {
+                format!(" (then {})", others.join(", "))
+            };
+            let message = if interrupted {
+                format!(
+                    "{who} was interrupted ({}){then}; asked the other workers to save and stop",
+                    describe(&status)
+                )
+            } else {
+                format!(
+                    "{who} failed with {}{then}; stopped the other workers",
+                    describe(&status)
+                )
+            };
+            if plan.nnode > 1 {
+                let record = if interrupted {
+                    format!("{INTERRUPTED_PREFIX}{message}")
+                } else {
+                    message.clone()
+                };
+                let _ = store.set(ABORT, record.as_bytes());
+            }
+            stop_all(workers);
+            return Err(if interrupted {
+                LaunchError::Interrupted(format!("interrupted: {message}"))
+            } else {
+                LaunchError::WorkerFailed(message)
+            });
         }
         let stopped = || {
             LaunchError::Interrupted("interrupted: the workers were asked to save and stop".into())
@@ -411,6 +437,33 @@ fn signal_workers(workers: &[Worker], sig: i32) {
 }
 
 /// SIGTERM the running workers, give them [`GRACE`] to exit, then SIGKILL and reap all.
+/// Collects the exits of the workers that end within `window`, signalling none.
+fn settle(workers: &mut [Worker], window: Duration) {
+    let deadline = Instant::now() + window;
+    while Instant::now() < deadline && workers.iter().any(|w| w.status.is_none()) {
+        for w in workers.iter_mut().filter(|w| w.status.is_none()) {
+            if let Ok(Some(s)) = w.child.try_wait() {
+                w.status = Some(s);
+            }
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
+/// Of the failed workers, the one whose failure caused the others': a worker killed by a
+/// signal (SIGKILL, SIGSEGV, ... — not an interrupt) over one that exited with an error when
+/// its peer vanished; else the first failure seen (`first`).
+fn root_cause(workers: &[Worker], first: usize) -> usize {
+    let killed = |w: &Worker| {
+        w.status
+            .is_some_and(|s| s.signal().is_some() && !interrupted_status(&s))
+    };
+    if killed(&workers[first]) {
+        return first;
+    }
+    workers.iter().position(killed).unwrap_or(first)
+}
+
 fn stop_all(workers: &mut [Worker]) {
     signal_workers(workers, libc::SIGTERM);
     let deadline = Instant::now() + GRACE;
@@ -428,5 +481,37 @@ fn stop_all(workers: &mut [Worker]) {
     for w in workers.iter_mut().filter(|w| w.status.is_none()) {
         let _ = w.child.kill();
         w.status = w.child.wait().ok();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(rank: usize, script: &str) -> Worker {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", script])
+            .spawn()
+            .unwrap();
+        let status = child.wait().unwrap();
+        Worker {
+            rank,
+            child,
+            status: Some(status),
+        }
+    }
+
+    /// Issue #28: a killed rank 0 was reported as rank 1, the bystander whose collective failed
+    /// when rank 0 vanished (and was seen first).
+    #[test]
+    fn the_killed_worker_is_the_cause_not_the_peer_that_lost_it() {
+        let workers = [worker(0, "kill -9 $$"), worker(1, "exit 1")];
+        assert_eq!(root_cause(&workers, 1), 0);
+        // No worker killed: the first failure seen.
+        let workers = [worker(0, "exit 3"), worker(1, "exit 1")];
+        assert_eq!(root_cause(&workers, 1), 1);
+        // An interrupt is not a crash.
+        let workers = [worker(0, "kill -TERM $$"), worker(1, "exit 1")];
+        assert_eq!(root_cause(&workers, 1), 1);
     }
 }

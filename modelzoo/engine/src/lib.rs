@@ -72,15 +72,25 @@ pub enum EngineError {
     Resume(Box<EngineError>),
     /// The run ended without a single optimizer step: every batch failed to load, or the
     /// resumed checkpoint had already reached the end of the schedule.
-    #[error("{}", nothing_trained(*.step, *.total, *.skipped, .first_skip.as_deref()))]
+    #[error("{}", nothing_trained(*.step, *.total, *.ends_by_epochs, *.skipped, .first_skip.as_deref()))]
     NothingTrained {
         /// Steps done (0, or the resumed checkpoint's step).
         step: u64,
         /// Steps the schedule asked for.
         total: u64,
+        /// The epochs end the schedule, not `--step`.
+        ends_by_epochs: bool,
         /// Training samples that failed to load.
         skipped: u64,
         /// Why the first skipped sample failed.
+        first_skip: Option<String>,
+    },
+    /// The validation set yielded no sample: every one failed to load, or it is empty.
+    #[error("validation evaluated nothing: {}", nothing_evaluated(*.skipped, .first_skip.as_deref()))]
+    NothingEvaluated {
+        /// Validation samples that failed to load.
+        skipped: u64,
+        /// Why the first of them failed.
         first_skip: Option<String>,
     },
     /// Rendezvous, process group or collective failure in a data-parallel run.
@@ -106,6 +116,7 @@ impl EngineError {
             | EngineError::CheckpointDirInUse { .. }
             | EngineError::Resume(_)
             | EngineError::NothingTrained { .. }
+            | EngineError::NothingEvaluated { .. }
             | EngineError::Data(_) => 2,
             EngineError::Io { .. }
             | EngineError::Checkpoint { .. }
@@ -117,7 +128,24 @@ impl EngineError {
     }
 }
 
-fn nothing_trained(step: u64, total: u64, skipped: u64, first_skip: Option<&str>) -> String {
+fn nothing_evaluated(skipped: u64, first_skip: Option<&str>) -> String {
+    if skipped > 0 {
+        let first = first_skip.map_or(String::new(), |f| format!("; the first: {f}"));
+        format!(
+            "every validation sample failed to load and was skipped ({skipped} skipped reads){first}; fix or remove them"
+        )
+    } else {
+        "the validation set yielded no batch (is it empty?)".to_string()
+    }
+}
+
+fn nothing_trained(
+    step: u64,
+    total: u64,
+    ends_by_epochs: bool,
+    skipped: u64,
+    first_skip: Option<&str>,
+) -> String {
     if skipped > 0 {
         let first = first_skip.map_or(String::new(), |f| format!("; the first: {f}"));
         return format!(
@@ -127,7 +155,12 @@ fn nothing_trained(step: u64, total: u64, skipped: u64, first_skip: Option<&str>
     }
     if step >= total && total > 0 {
         return format!(
-            "nothing to train: the run resumed at step {step}, and the schedule ends at step {total}; raise --step (or --epoch) to train further"
+            "nothing to train: the run resumed at step {step}, and the schedule ends at step {total}; raise {} to train further",
+            if ends_by_epochs {
+                "--epoch (Engine.num_train_epochs)"
+            } else {
+                "--step (Engine.max_steps)"
+            }
         );
     }
     format!(

@@ -68,13 +68,11 @@ pub fn join_data_parallel(
 
 /// The run's metric logger: stdout (every rank, lines carry the rank) and, on the rank that
 /// writes reports (rank 0, or a single process), the JSON stream at `json` (appended to when
-/// resuming). Records the batch sizes as a `PARAMETER` line.
+/// resuming). Nothing is written yet (see [`DlloggerSink`]).
 pub fn metric_logger(
     json: &Path,
     resume: bool,
     ddp: Option<&DataParallel>,
-    batch_size: usize,
-    parameters: i64,
 ) -> std::io::Result<Logger> {
     let mut backends: Vec<Box<dyn dllogger::Backend>> =
         vec![Box::new(StdOutBackend::new(Verbosity::Default))];
@@ -85,23 +83,27 @@ pub fn metric_logger(
             JsonStreamBackend::create(Verbosity::Verbose, json)?
         }));
     }
-    let mut logger = Logger::new(backends);
+    Ok(Logger::new(backends))
+}
+
+/// The run's `PARAMETER` record (batch sizes, parameters), logged by [`DlloggerSink`] once the
+/// engine has accepted the run.
+pub fn parameter_record(
+    ddp: Option<&DataParallel>,
+    batch_size: usize,
+    parameters: i64,
+) -> Vec<(&'static str, Value)> {
     let world = ddp.map_or(1, |d| d.world.world_size);
     tracing::info!(
         "global batch {} = batch {batch_size} x world size {world}",
         batch_size * world
     );
-    logger.log(
-        "PARAMETER",
-        &[
-            ("batch_size", Value::Int(batch_size as i64)),
-            ("world_size", Value::Int(world as i64)),
-            ("global_batch_size", Value::Int((batch_size * world) as i64)),
-            ("parameters", Value::Int(parameters)),
-        ],
-        Verbosity::Default,
-    );
-    Ok(logger)
+    vec![
+        ("batch_size", Value::Int(batch_size as i64)),
+        ("world_size", Value::Int(world as i64)),
+        ("global_batch_size", Value::Int((batch_size * world) as i64)),
+        ("parameters", Value::Int(parameters)),
+    ]
 }
 
 fn bad(msg: impl Into<String>) -> EngineError {
@@ -331,11 +333,40 @@ pub fn log_path(output_dir: &Path, model_name: &str) -> PathBuf {
 }
 
 /// dllogger as the engine's metric sink: `rank` as an integer, everything else as floats.
-pub struct DlloggerSink<'a>(pub &'a mut Logger);
+pub struct DlloggerSink<'a> {
+    logger: &'a mut Logger,
+    /// Until the engine declares its metrics (once `fit` has accepted the run — its settings,
+    /// the checkpoint resumed from), nothing is written: the `PARAMETER` record waits here and
+    /// messages are queued, so a run refused at start writes nothing into the log it would
+    /// have continued.
+    pending: Option<(Vec<(&'static str, Value)>, Vec<String>)>,
+}
+
+impl<'a> DlloggerSink<'a> {
+    /// A sink that writes `parameters` as the `PARAMETER` record first of all.
+    pub fn new(logger: &'a mut Logger, parameters: Vec<(&'static str, Value)>) -> Self {
+        DlloggerSink {
+            logger,
+            pending: Some((parameters, Vec::new())),
+        }
+    }
+
+    /// The run was accepted: write what waited.
+    fn start(&mut self) {
+        if let Some((parameters, infos)) = self.pending.take() {
+            self.logger
+                .log("PARAMETER", &parameters, Verbosity::Default);
+            for text in infos {
+                self.logger.info(&text);
+            }
+        }
+    }
+}
 
 impl MetricSink for DlloggerSink<'_> {
     fn metadata(&mut self, name: &str, unit: &str, goal: &str, stage: &str) {
-        self.0.metadata(
+        self.start();
+        self.logger.metadata(
             name,
             Metadata::new()
                 .with_unit(unit)
@@ -344,6 +375,7 @@ impl MetricSink for DlloggerSink<'_> {
         );
     }
     fn log(&mut self, epoch: u64, iteration: u64, metrics: &[(&str, f64)]) {
+        self.start();
         let values: Vec<(&str, Value)> = metrics
             .iter()
             .map(|(k, v)| {
@@ -355,14 +387,19 @@ impl MetricSink for DlloggerSink<'_> {
                 (*k, v)
             })
             .collect();
-        self.0.log((epoch, iteration), &values, Verbosity::Default);
+        self.logger
+            .log((epoch, iteration), &values, Verbosity::Default);
     }
     fn event(&mut self, name: &str, fields: &[(&str, f64)]) {
+        self.start();
         let values: Vec<(&str, Value)> =
             fields.iter().map(|(k, v)| (*k, Value::Float(*v))).collect();
-        self.0.log(name, &values, Verbosity::Default);
+        self.logger.log(name, &values, Verbosity::Default);
     }
     fn info(&mut self, text: &str) {
-        self.0.info(text);
+        match &mut self.pending {
+            Some((_, infos)) => infos.push(text.to_string()),
+            None => self.logger.info(text),
+        }
     }
 }

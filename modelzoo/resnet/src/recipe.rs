@@ -42,7 +42,9 @@ impl Recipe for ResNetRecipe {
             std.batch_size as usize,
             image::model_image_size(std, args.image_size),
             args.num_classes as usize,
-            std.dataset_path.is_none(),
+            std.dataset_path
+                .is_none()
+                .then_some(args.synthetic_samples as usize),
             std.autocast,
         );
         image::plan(std, Some(memory))
@@ -135,7 +137,7 @@ pub fn memory_need(
     batch: usize,
     image: usize,
     num_classes: usize,
-    synthetic: bool,
+    synthetic: Option<usize>,
     amp: bool,
 ) -> runner::MemoryNeed {
     let (b, s, k) = (batch as u64, image as u64, num_classes as u64);
@@ -155,7 +157,10 @@ pub fn memory_need(
     runner::MemoryNeed {
         host,
         device,
-        args: format!("--batch_size {batch} --image_size {image} --num_classes {num_classes}"),
+        args: format!(
+            "--batch_size {batch} --image_size {image} --num_classes {num_classes}{}",
+            synthetic.map_or(String::new(), |n| format!(" --synthetic_samples {n}"))
+        ),
         counted,
     }
 }

@@ -250,7 +250,9 @@ fn a_resume_that_changes_the_schedule_length_warns_and_a_finished_run_has_nothin
     );
     assert_ne!(losses(&c)[4..].to_vec(), losses(&a)[4..].to_vec());
 
-    // Resuming a run that already reached its last step trains nothing: not a success.
+    // Resuming a run that already reached its last step trains nothing: not a success, and
+    // (issue #28) the refused run writes nothing into the log it would have continued.
+    let log_before = std::fs::read(log_of(&c, "resnet18")).unwrap();
     let o = run(&quick(
         &c,
         &["--step", "8", "--resume", &c.display().to_string()],
@@ -261,6 +263,73 @@ fn a_resume_that_changes_the_schedule_length_warns_and_a_finished_run_has_nothin
         t.contains("nothing to train") && !t.contains("done,"),
         "{t}"
     );
+    assert!(t.contains("raise --step"), "--step ends this schedule: {t}");
+    assert_eq!(
+        std::fs::read(log_of(&c, "resnet18")).unwrap(),
+        log_before,
+        "the refused resume appended to the earlier run's log"
+    );
+}
+
+/// Issue #28: "nothing to train" named --step even when the epochs end the schedule.
+#[test]
+fn a_resume_at_the_end_of_an_epoch_schedule_says_to_raise_the_epochs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("e");
+    let o = run(&quick(&out, &["--epoch", "1"]));
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&quick(
+        &out,
+        &["--epoch", "1", "--resume", &out.display().to_string()],
+    ));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("raise --epoch"), "{t}");
+}
+
+/// Issue #28: `--synthetic_samples 100000000000000` aborted (rc 134) while the loader built its
+/// sample order; the memory check now refuses it before anything is allocated.
+#[test]
+fn an_absurd_synthetic_set_is_refused_before_anything_is_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("big");
+    let o = run(&with(
+        small(&out),
+        &["--synthetic_samples", "100000000000000", "--step", "1"],
+    ));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("--synthetic_samples 100000000000000"), "{t}");
+    assert!(!log_of(&out, "resnet18").exists(), "{t}");
+}
+
+/// Issue #28: an ImageFolder whose val/ images are all corrupt ended rc 0 with val.loss NaN.
+#[test]
+fn a_validation_set_that_yields_nothing_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("imgs");
+    for (class, color) in [("red", [200u8, 20, 20]), ("blue", [20u8, 20, 200])] {
+        let train = root.join("train").join(class);
+        let val = root.join("val").join(class);
+        std::fs::create_dir_all(&train).unwrap();
+        std::fs::create_dir_all(&val).unwrap();
+        for i in 0..4 {
+            write_png(&train.join(format!("{i}.png")), color);
+            std::fs::write(val.join(format!("bad{i}.png")), b"not a png").unwrap();
+        }
+    }
+    let out = dir.path().join("out");
+    let o = run(&with(
+        small(&out),
+        &["--dataset_path", &root.display().to_string(), "--bs", "4"],
+    ));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("validation evaluated nothing") && t.contains("8 skipped reads"),
+        "{t}"
+    );
+    assert!(!t.contains("val.loss : nan"), "{t}");
 }
 
 fn write_png(path: &Path, color: [u8; 3]) {

@@ -52,31 +52,42 @@ impl ImageData<'_> {
 }
 
 /// The host memory the loader of `batch` fp32 images of `image`² pixels holds at most
-/// ([`PREFETCH`] batches ready and one being filled), plus with synthetic data its class
-/// prototypes (`num_classes` × 3 × `image`² fp32, for the train and the validation set), and
-/// how a memory message describes it. Products saturate (see `runner::bytes`).
+/// ([`PREFETCH`] batches ready and one being filled), plus with the synthetic set of
+/// `synthetic` training samples its class prototypes (`num_classes` × 3 × `image`² fp32, for the
+/// train and the validation set) and the sample order of an epoch (one index per training and
+/// validation sample), and how a memory message describes it. Products saturate (see
+/// `runner::bytes`), so an absurd `--synthetic_samples` is refused before anything is allocated.
 pub fn loader_host_bytes(
     batch: usize,
     image: usize,
     num_classes: usize,
-    synthetic: bool,
+    synthetic: Option<usize>,
 ) -> (u64, String) {
     let (b, s, k) = (batch as u64, image as u64, num_classes as u64);
     let input = runner::bytes(&[b, 3, s, s, 4]);
-    let prototypes = if synthetic {
-        runner::bytes(&[2, k, 3, s, s, 4])
-    } else {
-        0
-    };
     let mut counted = format!(
         "input {batch} x 3 x {image} x {image} fp32 ({} batches in the loader)",
         PREFETCH + 1
     );
-    if synthetic {
-        counted.push_str(" and its synthetic class prototypes");
-    }
+    let synthetic_bytes = match synthetic {
+        Some(n) => {
+            counted.push_str(&format!(
+                ", its synthetic class prototypes and the order of its {n} + {} samples",
+                (n / 4).max(1)
+            ));
+            let samples = (n as u64).saturating_add((n as u64 / 4).max(1));
+            runner::bytes_sum(&[
+                runner::bytes(&[2, k, 3, s, s, 4]),
+                runner::bytes(&[samples, std::mem::size_of::<usize>() as u64]),
+            ])
+        }
+        None => 0,
+    };
     (
-        runner::bytes_sum(&[runner::bytes(&[input, PREFETCH as u64 + 1]), prototypes]),
+        runner::bytes_sum(&[
+            runner::bytes(&[input, PREFETCH as u64 + 1]),
+            synthetic_bytes,
+        ]),
         counted,
     )
 }

@@ -57,7 +57,9 @@ impl Recipe for ViTRecipe {
             std.batch_size as usize,
             image_size,
             args.num_classes as usize,
-            std.dataset_path.is_none(),
+            std.dataset_path
+                .is_none()
+                .then_some(args.synthetic_samples as usize),
         );
         image::plan(std, Some(memory))
     }
@@ -120,7 +122,7 @@ pub fn memory_need(
     batch: usize,
     image: usize,
     num_classes: usize,
-    synthetic: bool,
+    synthetic: Option<usize>,
 ) -> runner::MemoryNeed {
     let (b, s) = (batch as u64, image as u64);
     let params = variant
@@ -138,7 +140,8 @@ pub fn memory_need(
         host,
         device,
         args: format!(
-            "--model_name {variant} --batch_size {batch} --image_size {image} --num_classes {num_classes}"
+            "--model_name {variant} --batch_size {batch} --image_size {image} --num_classes {num_classes}{}",
+            synthetic.map_or(String::new(), |n| format!(" --synthetic_samples {n}"))
         ),
         counted,
     }
