@@ -1,29 +1,63 @@
-//! `modelzoo-ci`: the PR functional check of the adaptation guide (§3.7) — for each model of
-//! `model.yaml`: the layout check (`validator`), its short functional command under a timeout
-//! (`modelzoo_support::process`: stopped on timeout with everything it started), and a check of the log it wrote (`dllogger`'s
-//! reader): a finite `train.loss`, `train.ips` > 0, no NaN/inf, every listed metric present.
+//! `modelzoo-ci`: the PR functional check of the adaptation guide (§3.7). Two inputs:
+//!
+//! - this repository's `model.yaml` ([`ModelYaml`]): for each model, the layout check
+//!   (`validator`), its short functional command under a timeout (`modelzoo_support::process`:
+//!   stopped on timeout with everything it started), and a check of the log it wrote
+//!   (`dllogger`'s reader): a finite `train.loss`, `train.ips` > 0, no NaN/inf, every listed
+//!   metric present;
+//! - the public ModelZoo's case file ([`ZooCases`], [`cases`]): each case run exactly as the
+//!   ModelZoo's check runs it, `python <run_file> --nnodes … --<other> <value>` in its run_dir,
+//!   its console read for tcap_dllogger `train.loss` lines.
+//!
+//! Commands run with the kit's Python and, without an SDAA card, on the kit's SDAA emulator,
+//! labelled `sdaa (EMULATOR)` ([`env`]). A model's output directory is only ever emptied when CI
+//! made it ([`workdir`]); every file read is checked to be a regular file first, and an
+//! entry's timeout covers its run and its log check ([`logcheck`]).
 
+pub mod cases;
+pub mod env;
+mod logcheck;
 pub mod report;
+pub mod workdir;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use model_config::{ModelEntry, ModelYaml};
+use model_config::{ModelEntry, ModelYaml, ZooCases};
+use modelzoo_support::kit::Kit;
+use modelzoo_support::process::{self, Job, RunOutcome};
 use serde::Serialize;
 
-use modelzoo_support::process::{run_command, RunOutcome};
+pub use env::{device_label, SdaaBackend};
+pub use logcheck::{check_console, check_log};
 pub use report::{render_junit, render_markdown, render_table};
 
 /// Errors that stop the check before any model runs.
 #[derive(Debug, thiserror::Error)]
 pub enum CiError {
-    #[error("unknown model `{name}` in --models; model.yaml lists: {}", valid.join(", "))]
-    UnknownModel { name: String, valid: Vec<String> },
+    #[error("unknown {what} `{name}` in --models; {file} lists: {}", valid.join(", "))]
+    UnknownModel {
+        /// `model` or `case`.
+        what: &'static str,
+        name: String,
+        file: String,
+        valid: Vec<String>,
+    },
     #[error("`git {args}` in {} failed: {message}", dir.display())]
     Git {
         args: String,
+        dir: PathBuf,
+        message: String,
+    },
+    #[error(
+        "--changed-since `{rev}`: not a commit in the git repository at {} ({message}); give a \
+         branch, tag or commit, e.g. --changed-since origin/main",
+        dir.display()
+    )]
+    BadRevision {
+        rev: String,
         dir: PathBuf,
         message: String,
     },
@@ -32,6 +66,9 @@ pub enum CiError {
         path: PathBuf,
         error: std::io::Error,
     },
+    /// A model's output directory holds what CI did not create: it is never emptied.
+    #[error("{0}")]
+    ForeignWorkDir(String),
     #[error("cannot write {}: {error}", path.display())]
     Write {
         path: PathBuf,
@@ -42,20 +79,44 @@ pub enum CiError {
 /// How to run the check.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Device passed to every command as `{device}`; models not listing it are skipped.
+    /// Device passed to every command (`{device}`, or the ModelZoo case's `--device`); models
+    /// not listing it are skipped.
     pub device: String,
     /// Models run at once.
     pub jobs: usize,
     /// Each model gets `<work_dir>/<name>/` as `{output_dir}`, with its console output in
-    /// `console.log` there.
+    /// `console.log` there. CI only ever empties such a directory when it created it
+    /// ([`workdir`]).
     pub work_dir: PathBuf,
-    /// Directories put in front of PATH for the commands (where `run_<model>` binaries are).
+    /// Directories put in front of PATH for the commands (where `run_<model>` binaries are),
+    /// before the kit's `.venv/bin`.
     pub path_prefix: Vec<PathBuf>,
+    /// The kit (its `.venv` and SDAA emulator), when found.
+    pub kit: Option<Kit>,
+    /// Where `sdaa` runs: a card, the kit's emulator, or nothing ([`SdaaBackend::detect`]).
+    pub sdaa: SdaaBackend,
     /// Grace period between SIGTERM and SIGKILL on timeout.
     pub kill_grace: Duration,
     /// Set (e.g. from a SIGINT handler) to stop: the running commands' process groups are
     /// killed and no further model starts.
     pub cancel: Arc<AtomicBool>,
+}
+
+impl Options {
+    /// The device as every report names it (`sdaa (EMULATOR)` on the emulator).
+    pub fn device_label(&self) -> String {
+        device_label(&self.device, &self.sdaa)
+    }
+
+    /// The environment every command runs with ([`env::command_env`]).
+    fn command_env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        env::command_env(
+            &self.device,
+            &self.path_prefix,
+            self.kit.as_ref(),
+            &self.sdaa,
+        )
+    }
 }
 
 /// The outcome of one stage.
@@ -65,6 +126,9 @@ pub enum Stage {
     Pass(String),
     Fail(String),
     Skip(String),
+    /// Not part of this kind of check (a ModelZoo case has no layout stage: the ModelZoo's
+    /// own check only runs the command); shown as `n/a`, neither a pass nor a skip.
+    Omitted(String),
 }
 
 impl Stage {
@@ -76,11 +140,12 @@ impl Stage {
             Stage::Pass(_) => "pass",
             Stage::Fail(_) => "FAIL",
             Stage::Skip(_) => "skip",
+            Stage::Omitted(_) => "n/a",
         }
     }
     pub fn detail(&self) -> &str {
         match self {
-            Stage::Pass(d) | Stage::Fail(d) | Stage::Skip(d) => d,
+            Stage::Pass(d) | Stage::Fail(d) | Stage::Skip(d) | Stage::Omitted(d) => d,
         }
     }
 }
@@ -90,6 +155,8 @@ impl Stage {
 pub struct ModelResult {
     pub name: String,
     pub dir: PathBuf,
+    /// The device it ran on as reports name it: `cpu`, `sdaa`, `sdaa (EMULATOR)`.
+    pub device: String,
     pub layout: Stage,
     pub run: Stage,
     pub log: Stage,
@@ -115,7 +182,10 @@ pub enum Status {
 
 impl ModelResult {
     pub fn status(&self) -> Status {
-        let stages = [&self.layout, &self.run, &self.log];
+        let stages: Vec<&Stage> = [&self.layout, &self.run, &self.log]
+            .into_iter()
+            .filter(|s| !matches!(s, Stage::Omitted(_)))
+            .collect();
         if stages.iter().any(|s| s.failed()) {
             Status::Fail
         } else if stages.iter().all(|s| matches!(s, Stage::Pass(_))) {
@@ -167,6 +237,25 @@ impl std::fmt::Display for Summary {
     }
 }
 
+/// Why a check that ran checked nothing, or `None` when something passed or failed: a PR check
+/// that ran nothing must not look passed. `results` empty means nothing was selected.
+pub fn nothing_checked(results: &[ModelResult]) -> Option<String> {
+    if results.is_empty() {
+        return Some("nothing was checked: no model was selected".into());
+    }
+    if results.iter().all(ModelResult::skipped) {
+        let reasons: Vec<String> = results
+            .iter()
+            .map(|r| format!("{}: {}", r.name, report::skip_reason(r)))
+            .collect();
+        return Some(format!(
+            "nothing was checked: every selected model was skipped ({})",
+            reasons.join("; ")
+        ));
+    }
+    None
+}
+
 /// The models to check: those named (`--models`), those whose directory changed since `rev`
 /// (`--changed-since`), or all.
 pub fn select(
@@ -181,7 +270,9 @@ pub fn select(
                 Some(e) => out.push(e.clone()),
                 None => {
                     return Err(CiError::UnknownModel {
+                        what: "model",
                         name: name.clone(),
+                        file: "model.yaml".into(),
                         valid: yaml.models.iter().map(|m| m.name.clone()).collect(),
                     })
                 }
@@ -190,26 +281,84 @@ pub fn select(
         return Ok(out);
     }
     if let Some(rev) = changed_since {
-        let changed = changed_files(&yaml.root, rev)?;
+        let dirs: Vec<&str> = yaml.models.iter().map(|m| m.path.as_str()).collect();
+        let changed = changed_dirs(&yaml.root, rev, &dirs)?;
         return Ok(yaml
             .models
             .iter()
-            .filter(|m| {
-                let prefix = format!("{}/", m.path.trim_end_matches('/'));
-                changed.iter().any(|f| f.starts_with(&prefix))
-            })
-            .cloned()
+            .zip(changed)
+            .filter(|(_, c)| *c)
+            .map(|(m, _)| m.clone())
             .collect());
     }
     Ok(yaml.models.clone())
 }
 
+/// For each of `dirs` (relative to `root`), whether a file under it changed since `rev`.
+pub(crate) fn changed_dirs(root: &Path, rev: &str, dirs: &[&str]) -> Result<Vec<bool>, CiError> {
+    let changed = changed_files(root, rev)?;
+    Ok(dirs
+        .iter()
+        .map(|d| {
+            let prefix = format!("{}/", d.trim_end_matches('/'));
+            changed.iter().any(|f| f.starts_with(&prefix))
+        })
+        .collect())
+}
+
 /// Files changed between `rev` and the working tree (committed, staged or not), plus
-/// untracked ones, relative to `root`.
+/// untracked ones, relative to `root`. `rev` is a revision, never an option: it is resolved
+/// to a commit first (`git rev-parse --verify --end-of-options <rev>^{commit}`), and a value
+/// that is not one — `--output=FILE` included — is [`CiError::BadRevision`] before git runs
+/// anything else with it.
 pub fn changed_files(root: &Path, rev: &str) -> Result<Vec<String>, CiError> {
-    let mut files = git(root, &["diff", "--name-only", "--relative", rev, "--"])?;
+    let commit = resolve_commit(root, rev)?;
+    let mut files = git(
+        root,
+        &[
+            "diff",
+            "--name-only",
+            "--relative",
+            "--end-of-options",
+            &commit,
+            "--",
+        ],
+    )?;
     files.extend(git(root, &["ls-files", "--others", "--exclude-standard"])?);
     Ok(files)
+}
+
+/// The commit `rev` names, as a full hash.
+fn resolve_commit(root: &Path, rev: &str) -> Result<String, CiError> {
+    let bad = |message: String| CiError::BadRevision {
+        rev: rev.to_string(),
+        dir: root.to_path_buf(),
+        message,
+    };
+    if rev.is_empty() {
+        return Err(bad("empty".into()));
+    }
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+        .arg(format!("{rev}^{{commit}}"))
+        .output()
+        .map_err(|e| CiError::Git {
+            args: "rev-parse".into(),
+            dir: root.to_path_buf(),
+            message: format!("cannot run git: {e}"),
+        })?;
+    let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || hash.is_empty() {
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(bad(if stderr.is_empty() {
+            "git rev-parse found no such commit".into()
+        } else {
+            stderr
+        }));
+    }
+    Ok(hash)
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<String>, CiError> {
@@ -234,28 +383,62 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<String>, CiError> {
         .collect())
 }
 
-/// Checks every entry, `opts.jobs` at a time; results in the order of `entries`.
+/// Checks every entry, `opts.jobs` at a time; results in the order of `entries`. Refuses
+/// ([`CiError::ForeignWorkDir`]) before anything runs when the output directory of a model
+/// that will run holds files CI did not create.
 pub fn run_all(
     yaml: &ModelYaml,
     entries: &[ModelEntry],
     opts: &Options,
 ) -> Result<Vec<ModelResult>, CiError> {
+    let out_dirs: Vec<PathBuf> = entries
+        .iter()
+        .filter(|e| e.devices.iter().any(|d| d == &opts.device))
+        .map(|e| out_dir(opts, &e.name))
+        .collect();
+    prepare_work_dir(opts, &out_dirs)?;
+    Ok(pool(
+        entries.len(),
+        opts,
+        |i| check_model(yaml, &entries[i], opts),
+        |i| not_run(yaml, &entries[i], opts),
+    ))
+}
+
+/// Creates the work directory and refuses one whose model directories are not CI's.
+pub(crate) fn prepare_work_dir(opts: &Options, out_dirs: &[PathBuf]) -> Result<(), CiError> {
     std::fs::create_dir_all(&opts.work_dir).map_err(|error| CiError::WorkDir {
         path: opts.work_dir.clone(),
         error,
     })?;
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(vec![None; entries.len()]);
-    let jobs = opts.jobs.clamp(1, entries.len().max(1));
+    match workdir::first_foreign(out_dirs) {
+        Some(message) => Err(CiError::ForeignWorkDir(message)),
+        None => Ok(()),
+    }
+}
+
+/// Runs `check(i)` for `i` in `0..n`, `opts.jobs` at a time, results in order; once
+/// `opts.cancel` is set, the rest get `not_run(i)`.
+pub(crate) fn pool(
+    n: usize,
+    opts: &Options,
+    check: impl Fn(usize) -> ModelResult + Sync,
+    not_run: impl Fn(usize) -> ModelResult + Sync,
+) -> Vec<ModelResult> {
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(vec![None; n]);
+    let jobs = opts.jobs.clamp(1, n.max(1));
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(entry) = entries.get(i) else { break };
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= n {
+                    break;
+                }
                 let r = if opts.cancel.load(Ordering::SeqCst) {
-                    not_run(yaml, entry, opts)
+                    not_run(i)
                 } else {
-                    check_model(yaml, entry, opts)
+                    check(i)
                 };
                 if let Ok(mut all) = results.lock() {
                     all[i] = Some(r);
@@ -264,23 +447,24 @@ pub fn run_all(
         }
     });
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    Ok(results.into_iter().flatten().collect())
+    results.into_iter().flatten().collect()
 }
 
 /// `<work_dir>/<name>`, absolute: the command runs in the model's directory, so a relative
 /// `{output_dir}` would put its output somewhere other than the directory CI clears and reads.
-fn model_out_dir(opts: &Options, entry: &ModelEntry) -> PathBuf {
-    let dir = opts.work_dir.join(&entry.name);
+pub(crate) fn out_dir(opts: &Options, name: &str) -> PathBuf {
+    let dir = opts.work_dir.join(name);
     std::path::absolute(&dir).unwrap_or(dir)
 }
 
 /// A model the check never got to (interrupted before it started).
 fn not_run(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> ModelResult {
     let skip = || Stage::Skip("not run: interrupted".into());
-    let out_dir = model_out_dir(opts, entry);
+    let out_dir = out_dir(opts, &entry.name);
     ModelResult {
         name: entry.name.clone(),
         dir: yaml.model_dir(entry),
+        device: opts.device_label(),
         layout: skip(),
         run: skip(),
         log: skip(),
@@ -290,13 +474,15 @@ fn not_run(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> ModelResult 
     }
 }
 
-/// The three stages for one model.
+/// The three stages for one model. The entry's `timeout` covers all of it: the layout check,
+/// the command (its process group killed when the time runs out) and the log check.
 pub fn check_model(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> ModelResult {
     let started = Instant::now();
+    let deadline = started.checked_add(Duration::from_secs(entry.timeout));
     let dir = yaml.model_dir(entry);
     tracing::info!(model = %entry.name, dir = %dir.display(), "checking");
     let layout = layout_stage(yaml, &dir);
-    let out_dir = model_out_dir(opts, entry);
+    let out_dir = out_dir(opts, &entry.name);
     let console = out_dir.join("console.log");
     let command = entry.command_for(&opts.device, &out_dir);
     let (run, log) = if !entry.devices.iter().any(|d| d == &opts.device) {
@@ -309,12 +495,38 @@ pub fn check_model(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> Mode
     } else if !dir.is_dir() {
         let why = format!("model directory {} does not exist", dir.display());
         (Stage::Fail(why), Stage::Skip("not run".into()))
+    } else if let Err(why) = entry.check_log() {
+        // model.yaml refuses such a log; an entry built in code gets the same answer here,
+        // before anything runs.
+        (
+            Stage::Skip("not run: invalid `log`".into()),
+            Stage::Fail(why),
+        )
+    } else if let Err(why) = workdir::fresh(&out_dir) {
+        // A fresh output directory, so a log left by an earlier run cannot pass for this one.
+        (Stage::Fail(why), Stage::Skip("not run".into()))
     } else {
-        run_and_check(entry, &dir, &out_dir, &console, &command, opts)
+        let mut cmd = process::shell(&command, &dir, &[]);
+        cmd.envs(opts.command_env());
+        let outcome = run_job(cmd, &console, deadline, opts);
+        let run = run_stage(&outcome, entry.timeout, &console, "sh -c");
+        let log = if outcome == RunOutcome::Interrupted {
+            Stage::Skip("not checked: interrupted".into())
+        } else if outcome == RunOutcome::TimedOut {
+            Stage::Skip("not checked: the run used up the entry's timeout".into())
+        } else {
+            let path = entry.log_path(&dir, &out_dir);
+            let metrics = entry.metrics.clone();
+            log_stage(deadline, entry.timeout, &path, move |p| {
+                check_log(p, &metrics)
+            })
+        };
+        (run, log)
     };
     ModelResult {
         name: entry.name.clone(),
         dir,
+        device: opts.device_label(),
         layout,
         run,
         log,
@@ -322,6 +534,65 @@ pub fn check_model(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> Mode
         console,
         seconds: started.elapsed().as_secs_f64(),
     }
+}
+
+/// Runs `command` with stdout and stderr to `console`, until `deadline`.
+pub(crate) fn run_job(
+    command: std::process::Command,
+    console: &Path,
+    deadline: Option<Instant>,
+    opts: &Options,
+) -> RunOutcome {
+    let timeout = deadline.map_or(Duration::MAX, |d| {
+        d.saturating_duration_since(Instant::now())
+    });
+    process::run(Job {
+        command,
+        timeout,
+        console,
+        kill_grace: opts.kill_grace,
+        cancel: &opts.cancel,
+    })
+}
+
+/// The run stage from how the command ended; `what` names the program for a failed start.
+pub(crate) fn run_stage(outcome: &RunOutcome, timeout: u64, console: &Path, what: &str) -> Stage {
+    let tail = || logcheck::console_tail(console);
+    match outcome {
+        RunOutcome::Exited { code: 0 } => Stage::Pass(String::new()),
+        RunOutcome::Exited { code } => {
+            Stage::Fail(format!("exit status {code}; last output: {}", tail()))
+        }
+        RunOutcome::Signalled { signal } => Stage::Fail(format!(
+            "killed by signal {signal}; last output: {}",
+            tail()
+        )),
+        RunOutcome::TimedOut => Stage::Fail(format!(
+            "timed out after {timeout} s (process group killed); last output: {}",
+            tail()
+        )),
+        RunOutcome::Interrupted => Stage::Fail(format!(
+            "interrupted (process group killed); last output: {}",
+            tail()
+        )),
+        RunOutcome::SpawnFailed(e) => Stage::Fail(format!("cannot start `{what}`: {e}")),
+    }
+}
+
+/// The log check of `path` by `check`, within what is left until `deadline`.
+pub(crate) fn log_stage(
+    deadline: Option<Instant>,
+    timeout: u64,
+    path: &Path,
+    check: impl FnOnce(&Path) -> Stage + Send + 'static,
+) -> Stage {
+    let owned = path.to_path_buf();
+    logcheck::before(deadline, move || check(&owned)).unwrap_or_else(|| {
+        Stage::Fail(format!(
+            "{}: not read to the end before the entry's timeout of {timeout} s ran out; stopped waiting",
+            path.display()
+        ))
+    })
 }
 
 fn layout_stage(yaml: &ModelYaml, dir: &Path) -> Stage {
@@ -345,163 +616,50 @@ fn layout_stage(yaml: &ModelYaml, dir: &Path) -> Stage {
     }
 }
 
-fn run_and_check(
-    entry: &ModelEntry,
-    dir: &Path,
-    out_dir: &Path,
-    console: &Path,
-    command: &str,
-    opts: &Options,
-) -> (Stage, Stage) {
-    // A fresh output directory, so a log left by an earlier run cannot pass for this one.
-    if out_dir.exists() {
-        if let Err(e) = std::fs::remove_dir_all(out_dir) {
-            let why = format!("cannot clear {}: {e}", out_dir.display());
-            return (Stage::Fail(why), Stage::Skip("not run".into()));
-        }
-    }
-    if let Err(e) = std::fs::create_dir_all(out_dir) {
-        let why = format!("cannot create {}: {e}", out_dir.display());
-        return (Stage::Fail(why), Stage::Skip("not run".into()));
-    }
-    // model.yaml refuses such a log; an entry built in code gets the same answer here.
-    if let Err(why) = entry.check_log() {
-        return (
-            Stage::Skip("not run: invalid `log`".into()),
-            Stage::Fail(why),
-        );
-    }
-    let timeout = Duration::from_secs(entry.timeout);
-    let outcome = run_command(
-        command,
-        dir,
-        timeout,
-        console,
-        &opts.path_prefix,
-        opts.kill_grace,
-        &opts.cancel,
-    );
-    let tail = || console_tail(console);
-    let run = match &outcome {
-        RunOutcome::Exited { code: 0 } => Stage::Pass(String::new()),
-        RunOutcome::Exited { code } => {
-            Stage::Fail(format!("exit status {code}; last output: {}", tail()))
-        }
-        RunOutcome::Signalled { signal } => Stage::Fail(format!(
-            "killed by signal {signal}; last output: {}",
-            tail()
-        )),
-        RunOutcome::TimedOut => Stage::Fail(format!(
-            "timed out after {} s (process group killed); last output: {}",
-            entry.timeout,
-            tail()
-        )),
-        RunOutcome::Interrupted => Stage::Fail(format!(
-            "interrupted (process group killed); last output: {}",
-            tail()
-        )),
-        RunOutcome::SpawnFailed(e) => Stage::Fail(format!("cannot start `sh -c`: {e}")),
-    };
-    let log = if outcome == RunOutcome::Interrupted {
-        Stage::Skip("not checked: interrupted".into())
-    } else {
-        check_log(&entry.log_path(dir, out_dir), &entry.metrics)
-    };
-    (run, log)
+/// A model.yaml of either schema, told apart by its shape
+/// ([`model_config::zoo_cases::detect`]).
+#[derive(Debug, Clone)]
+pub enum Index {
+    /// This repository's (`models:`).
+    Models(ModelYaml),
+    /// The public ModelZoo's case list.
+    Cases(ZooCases),
 }
 
-/// The last non-empty line of the console log, for failure messages.
-fn console_tail(path: &Path) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text);
-    let line = text
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("(none)");
-    let line = line.trim();
-    if line.chars().count() > 200 {
-        format!("{}…", line.chars().take(200).collect::<String>())
-    } else {
-        line.to_string()
-    }
+/// Why a model.yaml cannot be used (exit 2): its own loader's error, or neither schema.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Models(#[from] model_config::ModelYamlError),
+    #[error(transparent)]
+    Cases(#[from] model_config::ZooCasesError),
+    #[error("{}: {why}", path.display())]
+    Neither { path: PathBuf, why: String },
 }
 
-/// Reads the log a model wrote: at least one finite `train.loss`, every `train.ips` > 0, no
-/// NaN/inf anywhere, every metric in `metrics` present.
-pub fn check_log(path: &Path, metrics: &[String]) -> Stage {
-    let mut reader = match dllogger::open(path) {
-        Ok(r) => r,
-        Err(e) => return Stage::Fail(format!("no log: {e}")),
-    };
-    let mut records = 0u64;
-    let mut losses = 0u64;
-    let mut ips_ok = 0u64;
-    let mut seen: Vec<bool> = vec![false; metrics.len()];
-    loop {
-        let rec = match reader.try_next() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => return Stage::Fail(format!("{}: unreadable: {e}", path.display())),
-        };
-        records += 1;
-        let at = || match (rec.epoch, rec.iteration) {
-            (Some(e), Some(i)) => format!("epoch {e} iteration {i}"),
-            (None, Some(i)) => format!("iteration {i}"),
-            _ => format!("record {records}"),
-        };
-        for (name, value) in &rec.metrics {
-            if !value.is_finite() {
-                return Stage::Fail(format!(
-                    "{}: {name} = {value} at {} (rank {})",
-                    path.display(),
-                    at(),
-                    rec.rank
-                ));
+impl Index {
+    /// Reads `path` (a regular file only: a FIFO is an error naming it, never a hang) and
+    /// loads it in the schema its shape shows; a case file must break no rule.
+    pub fn load(path: &Path) -> Result<Index, IndexError> {
+        let text = model_config::files::read_to_string(path).map_err(|error| {
+            model_config::ModelYamlError::Read {
+                path: path.to_path_buf(),
+                error,
             }
-            if let Some(i) = metrics.iter().position(|m| m == name) {
-                seen[i] = true;
+        })?;
+        match model_config::zoo_cases::detect(&text) {
+            Ok(model_config::IndexFormat::ModelYaml) => {
+                Ok(Index::Models(ModelYaml::parse(&text, path)?))
             }
-            match name.as_str() {
-                "train.loss" => losses += 1,
-                "train.ips" if *value <= 0.0 => {
-                    return Stage::Fail(format!(
-                        "{}: train.ips = {value} at {} (must be > 0)",
-                        path.display(),
-                        at()
-                    ))
-                }
-                "train.ips" => ips_ok += 1,
-                _ => {}
-            }
+            Ok(model_config::IndexFormat::ZooCases) => Ok(Index::Cases(
+                ZooCases::inspect_text(&text, path).into_valid()?,
+            )),
+            Err(why) => Err(IndexError::Neither {
+                path: path.to_path_buf(),
+                why,
+            }),
         }
     }
-    if losses == 0 {
-        return Stage::Fail(format!(
-            "{}: no train.loss in {records} records",
-            path.display()
-        ));
-    }
-    if ips_ok == 0 {
-        return Stage::Fail(format!(
-            "{}: no train.ips in {records} records",
-            path.display()
-        ));
-    }
-    let missing: Vec<&str> = metrics
-        .iter()
-        .zip(&seen)
-        .filter(|(_, s)| !**s)
-        .map(|(m, _)| m.as_str())
-        .collect();
-    if !missing.is_empty() {
-        return Stage::Fail(format!(
-            "{}: metrics listed in model.yaml never logged: {}",
-            path.display(),
-            missing.join(", ")
-        ));
-    }
-    Stage::Pass(format!("{records} records, {losses} train.loss"))
 }
 
 /// A new, kept directory `modelzoo-ci.XXXXXX` under the system temp dir, for when the user

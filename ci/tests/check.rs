@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use model_config::ModelYaml;
-use modelzoo_ci::{check_log, Options, Stage, Status, Summary};
+use modelzoo_ci::{check_log, Options, SdaaBackend, Stage, Status, Summary};
 use modelzoo_scaffold::{self as scaffold, Kind, NewModel};
 use modelzoo_support::process::{run_command, RunOutcome};
 
@@ -48,6 +48,8 @@ fn opts(work: &Path) -> Options {
         jobs: 2,
         work_dir: work.to_path_buf(),
         path_prefix: vec![],
+        kit: None,
+        sdaa: SdaaBackend::Missing,
         kill_grace: Duration::from_millis(500),
         cancel: Default::default(),
     }
@@ -403,4 +405,247 @@ fn a_log_outside_output_dir_cannot_pass_on_a_stale_file() {
         !r.console.exists(),
         "the command is not run for an entry that cannot be checked"
     );
+}
+
+/// Runs `f` on a thread and fails the test when it takes longer than `limit` (a hang must be
+/// a failure, not a test run that never ends).
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("did not return within {limit:?}: it hung"))
+}
+
+/// Issue #28 (data loss): `--work-dir W` emptied `W/<model>/` even when it held the user's own
+/// files. CI now only clears a directory it created (marked); one holding anything else is
+/// refused before anything runs, and the user's file survives.
+#[test]
+fn a_work_dir_holding_user_files_is_never_emptied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(tmp.path(), &[("good", "good", 60, "cpu")]);
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(work.join("good")).unwrap();
+    std::fs::write(work.join("good/thesis.tex"), "years of work").unwrap();
+    let result = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&work));
+    assert_eq!(
+        std::fs::read_to_string(work.join("good/thesis.tex"))
+            .ok()
+            .as_deref(),
+        Some("years of work"),
+        "ci deleted a file it did not create"
+    );
+    let err = result.expect_err("a work dir holding foreign files is refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&work.join("good").display().to_string()) && msg.contains("thesis.tex"),
+        "{msg}"
+    );
+}
+
+/// Issue #28 (hang): a command that leaves a FIFO as its log blocked the log check forever
+/// (the entry's timeout covered only the command). The FIFO is named, and nothing blocks.
+#[test]
+fn a_fifo_log_or_console_is_named_and_never_blocks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(
+        tmp.path(),
+        &[
+            ("fifo_log", "fifo_log", 5, "cpu"),
+            ("fifo_console", "fifo_console", 5, "cpu"),
+        ],
+    );
+    let work = tmp.path().join("work");
+    let results = within(Duration::from_secs(60), move || {
+        modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&work)).unwrap()
+    });
+    let log = &results[0];
+    assert!(
+        matches!(&log.log, Stage::Fail(m) if m.contains("not a regular file (a FIFO)") && m.contains("train.log")),
+        "{:?}",
+        log.log
+    );
+    let console = &results[1];
+    assert!(
+        matches!(&console.run, Stage::Fail(m) if m.contains("exit status 1") && m.contains("console.log") && m.contains("a FIFO")),
+        "{:?}",
+        console.run
+    );
+}
+
+/// Issue #28 (injection): `--changed-since=--output=FILE` went to git as an option (git
+/// wrote FILE) and the check then had "nothing to check". The value is a revision: one that
+/// is not a commit is refused, naming it, and git never sees it as an option.
+#[test]
+fn changed_since_is_a_revision_never_an_option() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let yaml = zoo(root, &[("alpha", "good", 60, "cpu")]);
+    let git_ok = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    if !git_ok(&["init", "-q"]) {
+        eprintln!("git not available; skipping");
+        return;
+    }
+    assert!(git_ok(&["add", "."]) && git_ok(&["commit", "-qm", "zoo"]));
+    let planted = root.join("planted.txt");
+    let rev = format!("--output={}", planted.display());
+    let err = modelzoo_ci::select(&yaml, None, Some(&rev)).unwrap_err();
+    assert!(
+        !planted.exists(),
+        "git took the revision for an option and wrote {planted:?}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("`{rev}`")) && msg.contains("not a commit"),
+        "{msg}"
+    );
+}
+
+/// The kit (this repository): its `.venv` and SDAA emulator, as `make build` leaves them.
+fn kit() -> modelzoo_support::kit::Kit {
+    modelzoo_testkit::venv_python();
+    modelzoo_testkit::emulator_home();
+    modelzoo_support::kit::Kit {
+        root: modelzoo_testkit::workspace_root(),
+    }
+}
+
+/// Issue: commands ran with the system `python3` (no torch). They run with the kit's
+/// `.venv/bin` on PATH (after the binary's directory), and without an SDAA card `--device sdaa`
+/// goes to the emulator — SDAA_HOME for the Rust models, its torch_sdaa on PYTHONPATH for the
+/// Python ones — and every report says `sdaa (EMULATOR)`.
+#[test]
+fn commands_run_with_the_kits_python_and_on_the_emulator_without_a_card() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(tmp.path(), &[("probe", "env", 60, "cpu, sdaa")]);
+    let kit = kit();
+    let sdaa = SdaaBackend::detect_with(Some(&kit), &[tmp.path().join("no-sdk")]);
+    let emulator = kit.root.join("target/sdaa-emulator");
+    assert_eq!(
+        sdaa,
+        SdaaBackend::Emulator {
+            home: emulator.clone(),
+            python: Some(emulator.join("python"))
+        }
+    );
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opts = Options {
+        device: "sdaa".into(),
+        path_prefix: vec![bin.clone()],
+        kit: Some(kit.clone()),
+        sdaa,
+        ..opts(&tmp.path().join("work"))
+    };
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts).unwrap();
+    let r = &results[0];
+    assert_eq!(r.status(), Status::Pass, "{r:?}");
+    assert_eq!(r.device, "sdaa (EMULATOR)");
+    let console = std::fs::read_to_string(&r.console).unwrap();
+    let venv_bin = kit.root.join(".venv/bin");
+    assert!(
+        console.contains(&format!("PATH={}:{}:", bin.display(), venv_bin.display())),
+        "{console}"
+    );
+    assert!(
+        console.contains(&format!("python={}/python\n", venv_bin.display())),
+        "{console}"
+    );
+    if std::env::var_os("SDAA_HOME").is_none() {
+        assert!(
+            console.contains(&format!("SDAA_HOME={}\n", emulator.display())),
+            "{console}"
+        );
+    }
+    assert!(
+        console.lines().any(|l| l.starts_with("PYTHONPATH=")
+            && l.ends_with(&emulator.join("python").display().to_string())),
+        "{console}"
+    );
+    let table = modelzoo_ci::render_table(&results);
+    assert!(
+        table.lines().nth(1).unwrap().ends_with("  sdaa (EMULATOR)"),
+        "{table}"
+    );
+    let junit = modelzoo_ci::render_junit(&results);
+    assert!(
+        junit.contains("<testsuite name=\"modelzoo-ci on sdaa (EMULATOR)\""),
+        "{junit}"
+    );
+    let md = modelzoo_ci::render_markdown(&results);
+    assert!(
+        md.contains("Device: sdaa (EMULATOR).\nThe SDAA runs went to the SDAA EMULATOR"),
+        "{md}"
+    );
+
+    // On the CPU the device is the CPU, whatever the SDAA backend.
+    let cpu = Options {
+        device: "cpu".into(),
+        ..opts.clone()
+    };
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &cpu).unwrap();
+    assert_eq!(results[0].device, "cpu");
+    assert!(!modelzoo_ci::render_junit(&results).contains("EMULATOR"));
+}
+
+/// Issue: a run in which every selected model was skipped ended "0 passed, 1 skipped" and
+/// looked passed. It is named as a run that checked nothing (the CLI exits 1 on it).
+#[test]
+fn a_run_that_checked_nothing_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(
+        tmp.path(),
+        &[
+            ("good", "good", 60, "cpu"),
+            ("sdaa_only", "good", 60, "sdaa"),
+        ],
+    );
+    assert_eq!(
+        modelzoo_ci::nothing_checked(&[]).as_deref(),
+        Some("nothing was checked: no model was selected")
+    );
+    let only_skips =
+        modelzoo_ci::run_all(&yaml, &yaml.models[1..], &opts(&tmp.path().join("w"))).unwrap();
+    assert_eq!(
+        modelzoo_ci::nothing_checked(&only_skips).as_deref(),
+        Some(
+            "nothing was checked: every selected model was skipped \
+             (sdaa_only: device `cpu` not in its devices (sdaa))"
+        )
+    );
+    let mixed = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&tmp.path().join("w"))).unwrap();
+    assert_eq!(modelzoo_ci::nothing_checked(&mixed), None);
+}
+
+/// CI's own output directories are reused: a second run empties what the first left (its
+/// marker says the directory is CI's).
+#[test]
+fn a_work_dir_ci_made_is_emptied_between_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(tmp.path(), &[("good", "good", 60, "cpu")]);
+    let work = tmp.path().join("work");
+    for _ in 0..2 {
+        let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&work)).unwrap();
+        assert_eq!(results[0].status(), Status::Pass, "{:?}", results[0]);
+        // The log holds this run's 5 steps only.
+        assert_eq!(
+            results[0].log,
+            Stage::Pass("5 records, 5 train.loss".into())
+        );
+        std::fs::write(work.join("good/leftover.txt"), "from the run").unwrap();
+    }
+    assert!(work
+        .join("good")
+        .join(modelzoo_ci::workdir::MARKER)
+        .is_file());
 }

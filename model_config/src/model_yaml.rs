@@ -145,9 +145,10 @@ pub enum ModelYamlError {
 }
 
 impl ModelYaml {
-    /// Reads and checks a model.yaml.
+    /// Reads and checks a model.yaml. Only a regular file is read: a FIFO (or another
+    /// non-regular file) is a `Read` error naming what it is, never a read that blocks.
     pub fn load(path: &Path) -> Result<ModelYaml, ModelYamlError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelYamlError::Read {
+        let text = crate::files::read_to_string(path).map_err(|source| ModelYamlError::Read {
             path: path.to_path_buf(),
             error: source,
         })?;
@@ -281,7 +282,7 @@ impl ModelYaml {
     /// keeping the existing text and comments; atomic (temp file + rename). Refuses a name
     /// that is already listed. Returns the reloaded file.
     pub fn append_entry(path: &Path, entry: &ModelEntry) -> Result<ModelYaml, ModelYamlError> {
-        let existing = match std::fs::read_to_string(path) {
+        let existing = match crate::files::read_to_string(path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => {

@@ -648,3 +648,172 @@ fn this_repositorys_model_crates_are_clean() {
         assert!(r.findings.is_empty(), "{model}: {:?}", r.findings);
     }
 }
+
+fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(ok.success());
+}
+
+/// Issue #28: an auto-found `model_config/model.yaml` that is a FIFO was silently not applied
+/// (the model got no `model-yaml.entry` check at all). It is a finding naming it, never a hang;
+/// given with `--model-yaml` it is an error naming it.
+#[test]
+fn a_fifo_model_yaml_is_named_never_skipped_nor_a_hang() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("Classification/m");
+    python_model(&d, "m");
+    fs::create_dir_all(t.path().join("model_config")).unwrap();
+    let yaml = t.path().join("model_config/model.yaml");
+    mkfifo(&yaml);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dir = d.clone();
+    std::thread::spawn(move || tx.send(check(&dir)).unwrap());
+    let r = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("validate hung on a FIFO model.yaml");
+    assert_eq!(rules(&r), vec!["model-yaml.entry"], "{:?}", r.findings);
+    assert!(r.findings[0].path.ends_with("model_config/model.yaml"));
+    assert!(
+        r.findings[0]
+            .message
+            .contains("not a regular file (a FIFO)"),
+        "{}",
+        r.findings[0].message
+    );
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let given = yaml.clone();
+    std::thread::spawn(move || {
+        let r = Validator::new(&Options {
+            model_yaml: Some(given),
+        });
+        tx.send(r.err().map(|e| e.to_string())).unwrap()
+    });
+    let err = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("validate hung on a FIFO --model-yaml")
+        .expect("a FIFO --model-yaml is an error");
+    assert!(
+        err.contains(&yaml.display().to_string()) && err.contains("not a regular file (a FIFO)"),
+        "{err}"
+    );
+}
+
+/// A ModelZoo checkout: `PyTorch/contrib/Classification/<model>` directories and the case
+/// file `PyTorch/contrib/model_config/model.yaml` listing `listed` (a case per model).
+fn modelzoo_checkout(root: &Path, models: &[&str], listed: &[&str]) -> PathBuf {
+    for m in models {
+        python_model(&root.join(format!("PyTorch/contrib/Classification/{m}")), m);
+    }
+    let mut text = String::new();
+    for m in listed {
+        text.push_str(&format!(
+            "- case_name: user_{m}\n  desc:\n    run_dir: PyTorch/contrib/Classification/{m}\n    run_file: run_scripts/run_{m}.py\n  params:\n    nnodes: 1\n    nproc_per_node: 1\n    batch_size: 8\n    model_name: {m}\n    dataset_path: /data/{m}\n    step: 10\n    epoch: 1\n    lr: 0.1\n    device: sdaa\n    autocast: True\n"
+        ));
+    }
+    let file = root.join("PyTorch/contrib/model_config/model.yaml");
+    write(&file, text);
+    file
+}
+
+/// `validate` on a zoo root (or the case file itself) checks the ModelZoo case file: each
+/// violation a finding with its line; the model directories are matched against its cases.
+#[test]
+fn the_modelzoo_case_file_is_checked_with_lines_and_used_as_the_index() {
+    let t = tempfile::tempdir().unwrap();
+    let file = modelzoo_checkout(t.path(), &["demo", "unlisted"], &["demo"]);
+    let mut v = Validator::new(&Options::default()).unwrap();
+    let clean = v.check_path(t.path()).unwrap();
+    assert_eq!(clean.kind, layout::ModelKind::ZooCases);
+    assert!(clean.findings.is_empty(), "{:?}", clean.findings);
+    // The index: `demo` has a case (by its run_dir), `unlisted` has none.
+    let demo = v
+        .check_dir(&t.path().join("PyTorch/contrib/Classification/demo"))
+        .unwrap();
+    assert!(demo.findings.is_empty(), "{:?}", demo.findings);
+    let unlisted = v
+        .check_dir(&t.path().join("PyTorch/contrib/Classification/unlisted"))
+        .unwrap();
+    assert_eq!(rules(&unlisted), vec!["model-yaml.entry"]);
+
+    // Break two rules: both reported, each at its line, in `path:line: rule: message` text.
+    let text = fs::read_to_string(&file)
+        .unwrap()
+        .replace("nproc_per_node: 1", "nproc_per_node: 0")
+        .replace("    lr: 0.1\n", "");
+    write(&file, &text);
+    let report = Validator::new(&Options::default())
+        .unwrap()
+        .check_path(&file)
+        .unwrap();
+    let lines: Vec<(Option<usize>, &str)> =
+        report.findings.iter().map(|f| (f.line, f.rule)).collect();
+    assert_eq!(
+        lines,
+        vec![(Some(5), "zoo-case.required"), (Some(7), "zoo-case.params")]
+    );
+    let out = layout::render_text(std::slice::from_ref(&report));
+    assert!(
+        out.starts_with(&format!(
+            "{}:5: zoo-case.required: case `user_demo`: `params.lr` is missing",
+            file.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("checked 1 ModelZoo case file: 0 clean, 1 with violations (2 violations)\n"),
+        "{out}"
+    );
+    let json = layout::render_json(std::slice::from_ref(&report));
+    assert!(json.contains("\"line\": 7"), "{json}");
+
+    // --all on the zoo root: the case file first, then every model directory.
+    let all = Validator::new(&Options::default())
+        .unwrap()
+        .check_tree(t.path())
+        .unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0].kind, layout::ModelKind::ZooCases);
+    assert_eq!(all[0].findings.len(), 2);
+}
+
+/// A file that is not a case file is an error naming it (exit 2 in the CLI), not a finding.
+#[test]
+fn a_file_that_is_no_case_file_is_an_error() {
+    let t = tempfile::tempdir().unwrap();
+    let ours = t.path().join("model.yaml");
+    write(&ours, "models: []\n");
+    let err = Validator::new(&Options::default())
+        .unwrap()
+        .check_path(&ours)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("not a model directory nor a ModelZoo case file")
+            && err.contains("this repository's model.yaml schema"),
+        "{err}"
+    );
+}
+
+/// A zoo root whose `PyTorch/contrib/model_config/model.yaml` is in this repository's schema
+/// is walked as before: that file is an index, not a case file.
+#[test]
+fn a_model_yaml_of_ours_at_the_case_files_place_is_an_index() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("PyTorch/contrib/Classification/demo");
+    python_model(&d, "demo");
+    write(
+        &t.path().join("PyTorch/contrib/model_config/model.yaml"),
+        "models: []\n",
+    );
+    let reports = Validator::new(&Options::default())
+        .unwrap()
+        .check_tree(t.path())
+        .unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].kind, layout::ModelKind::Python);
+    assert_eq!(rules(&reports[0]), vec!["model-yaml.entry"]);
+}

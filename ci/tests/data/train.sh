@@ -1,7 +1,7 @@
 #!/bin/sh
 # A stand-in training run for the CI tests: parses --step/--output_dir like a run_<model>
 # script and writes tcap_dllogger stdout lines to <output_dir>/train.log.
-# MODE (first argument): good | nan | zero_ips | fail | hang | nolog
+# MODE (first argument): good | nan | zero_ips | fail | hang | nolog | fifo_log | fifo_console | env
 mode=$1; shift
 steps=5; out=.
 while [ $# -gt 0 ]; do
@@ -22,6 +22,17 @@ case $mode in
     ;;
   fail) echo "CUDA error: out of memory" >&2; exit 3 ;;
   nolog) echo "trained, but wrote no log"; exit 0 ;;
+  # Leaves a FIFO where the log should be: reading it would block forever.
+  fifo_log) mkfifo "$log"; echo "made a FIFO log"; exit 0 ;;
+  # Replaces the console log CI reads for its failure message with a FIFO, then fails.
+  fifo_console) rm -f "$out/console.log"; mkfifo "$out/console.log"; exit 1 ;;
+  # Prints what the command sees of its environment, then trains.
+  env)
+    echo "PATH=$PATH"
+    echo "PYTHONPATH=${PYTHONPATH-}"
+    echo "SDAA_HOME=${SDAA_HOME-}"
+    echo "python=$(command -v python)"
+    ;;
 esac
 i=0
 while [ $i -lt "$steps" ]; do

@@ -331,3 +331,264 @@ fn skips_are_counted_apart_and_bad_entries_exit_2() {
         assert!(!stderr.contains("panicked"), "{to}: {stderr}");
     }
 }
+
+/// Issue #28 (injection), end to end: `--changed-since=--output=FILE` made git write FILE and
+/// the check then exited 0 with "nothing to check". Now: exit 2 naming the revision, no FILE.
+#[test]
+fn changed_since_with_an_option_is_exit_2_and_git_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    zoo_with(root, &[("good", "good", 60)]);
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    if !git(&["init", "-q"]) {
+        eprintln!("git not available; skipping");
+        return;
+    }
+    assert!(git(&["add", "."]) && git(&["commit", "-qm", "zoo"]));
+    let planted = root.join("planted.txt");
+    let yaml = root.join("model_config/model.yaml");
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        yaml.to_str().unwrap(),
+        &format!("--changed-since=--output={}", planted.display()),
+    ]);
+    assert!(!planted.exists(), "git wrote {planted:?}: {stdout}{stderr}");
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("`--output={}`", planted.display())),
+        "{stderr}"
+    );
+}
+
+/// Issue #28: `--model-yaml` naming a FIFO blocked ci for ever; it is exit 2 naming it.
+#[test]
+fn a_fifo_model_yaml_is_exit_2_not_a_hang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("model.yaml");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+        .args(["ci", "--model-yaml"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("modelzoo ci hung on a FIFO model.yaml");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&fifo.display().to_string())
+            && stderr.contains("not a regular file (a FIFO)"),
+        "{stderr}"
+    );
+}
+
+/// The public ModelZoo's case file, end to end: `modelzoo ci --model-yaml <it>` runs the case
+/// with the kit's python on the emulator (default device sdaa), labelled so everywhere; a file
+/// breaking its rules is exit 2 with every violation at file:line.
+#[test]
+fn a_modelzoo_case_file_runs_on_the_emulator_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let dir = root.join("PyTorch/contrib/Classification/Demo");
+    std::fs::create_dir_all(dir.join("run_scripts")).unwrap();
+    std::fs::write(
+        dir.join("run_scripts/run_demo.py"),
+        "import sys\nimport torch\nimport torch_sdaa\nfrom tcap_dllogger import Logger, StdOutBackend, Verbosity\n\
+         args = dict(zip(sys.argv[1::2], sys.argv[2::2]))\nx = torch.ones(2, device=args['--device'])\n\
+         log = Logger([StdOutBackend(Verbosity.DEFAULT)])\n\
+         for i in range(int(args['--step'])):\n    log.log(step=(0, i), data={'rank': 0, 'train.loss': float(x.sum().item()) / (i + 1), 'train.ips': 5.0}, verbosity=Verbosity.DEFAULT)\n",
+    )
+    .unwrap();
+    let file = root.join("PyTorch/contrib/model_config/model.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let case = "- case_name: octocat\n  desc:\n    run_dir: PyTorch/contrib/Classification/Demo\n    run_file: run_scripts/run_demo.py\n  params:\n    nnodes: 1\n    nproc_per_node: 1\n    batch_size: 8\n    model_name: demo\n    dataset_path: /data/none\n    step: 2\n    epoch: 1\n    lr: 0.1\n    device: sdaa\n    autocast: False\n";
+    std::fs::write(&file, case).unwrap();
+    let (junit, md, work) = (root.join("ci.xml"), root.join("ci.md"), root.join("work"));
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        file.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--md",
+        md.to_str().unwrap(),
+        "--work-dir",
+        work.to_str().unwrap(),
+        "--timeout",
+        "300",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("modelzoo ci: device sdaa (EMULATOR): runs on the SDAA EMULATOR"),
+        "{stderr}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("octocat  n/a     pass    pass")
+                && l.ends_with("sdaa (EMULATOR)")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 models checked, 1 passed, 0 skipped, 0 failed"),
+        "{stdout}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(
+            "<testsuite name=\"modelzoo-ci on sdaa (EMULATOR)\" tests=\"1\" failures=\"0\""
+        ),
+        "{xml}"
+    );
+    let summary = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        summary.contains("| octocat | n/a | pass | pass |"),
+        "{summary}"
+    );
+    assert!(summary.contains("not SDAA hardware results"), "{summary}");
+
+    // --timeout is for case files only.
+    zoo_with(root, &[("good", "good", 60)]);
+    let (code, _, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        root.join("model_config/model.yaml").to_str().unwrap(),
+        "--timeout",
+        "5",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--timeout applies to a ModelZoo case file"),
+        "{stderr}"
+    );
+
+    // Broken rules: exit 2, nothing run, every violation at file:line.
+    std::fs::write(
+        &file,
+        case.replace("nnodes: 1", "nnodes: 0")
+            .replace("run_scripts/run_demo.py", "train.py"),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = modelzoo(&["ci", "--model-yaml", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let f = file.display();
+    assert!(
+        stderr.contains("not a usable ModelZoo case file (2 problems"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{f}:4: zoo-case.run-file: case `octocat`: `run_file: train.py` must start with run_scripts/")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{f}:6: zoo-case.params: case `octocat`: `nnodes: 0` must be a positive integer"
+        )),
+        "{stderr}"
+    );
+}
+
+/// A check that checked nothing fails: every selected model skipped, or none selected.
+#[test]
+fn a_check_that_checked_nothing_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    zoo_with(root, &[("good", "good", 60)]);
+    let yaml = root.join("model_config/model.yaml");
+    let work = root.join("work");
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        yaml.to_str().unwrap(),
+        "--device",
+        "cuda",
+        "--work-dir",
+        work.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("1 models checked, 0 passed, 1 skipped, 0 failed\n")
+            && stdout.ends_with(
+                "modelzoo ci: nothing was checked: every selected model was skipped \
+                 (good: device `cuda` not in its devices (cpu))\n"
+            ),
+        "{stdout}"
+    );
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    if !git(&["init", "-q"]) {
+        eprintln!("git not available; skipping the --changed-since part");
+        return;
+    }
+    std::fs::write(root.join(".gitignore"), "work/\n").unwrap();
+    assert!(git(&["add", "."]) && git(&["commit", "-qm", "zoo"]));
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        yaml.to_str().unwrap(),
+        "--changed-since",
+        "HEAD",
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert_eq!(
+        stdout,
+        "modelzoo ci: nothing was checked: no model was selected (no model directory has changes since `HEAD`)\n"
+    );
+}
+
+/// Issue #28 (data loss), end to end: a --work-dir whose model directory holds the user's
+/// files is refused with exit 2 before anything runs, and the files survive.
+#[test]
+fn a_work_dir_holding_user_files_is_exit_2_and_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    zoo_with(root, &[("good", "good", 60)]);
+    // `--work-dir NLP` names the zoo's own category directory: NLP/good is the model's source.
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        root.join("model_config/model.yaml").to_str().unwrap(),
+        "--work-dir",
+        root.join("NLP").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("it holds files modelzoo ci did not create")
+            && stderr.contains("give another --work-dir"),
+        "{stderr}"
+    );
+    assert!(root.join("NLP/good/README.md").is_file());
+    assert!(root.join("NLP/good/train.sh").is_file());
+}

@@ -186,3 +186,63 @@ fn a_fifo_readme_is_a_finding_and_validate_returns() {
         "{stdout}"
     );
 }
+
+/// The public ModelZoo's case file: `validate <zoo root>` checks it, each violation a finding
+/// at `file:line`; `--list-rules` lists its rules; a FIFO case file is exit 2 naming it.
+#[test]
+fn a_zoo_root_checks_the_modelzoo_case_file() {
+    let t = tempfile::tempdir().unwrap();
+    good_model(&t.path().join("PyTorch/contrib/Classification/Demo"));
+    let file = t.path().join("PyTorch/contrib/model_config/model.yaml");
+    write(
+        &file,
+        "- case_name: octocat\n  desc:\n    run_dir: PyTorch/contrib/Classification/Demo\n    run_file: run_scripts/run_demo.py\n  params:\n    nnodes: 1\n    nproc_per_node: 0\n    batch_size: 8\n    model_name: demo\n    dataset_path: /data\n    step: 10\n    epoch: 1\n    lr:\n    device: sdaa\n    autocast: True\n",
+    );
+    let out = modelzoo(&["validate", t.path().to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let f = file.display();
+    assert_eq!(
+        stdout,
+        format!(
+            "{f}:7: zoo-case.params: case `octocat`: `nproc_per_node: 0` must be a positive integer (the number of cards per node)\n\
+             {f}:13: zoo-case.required: case `octocat`: `params.lr` is empty; give it a value (the ModelZoo check refuses empty values)\n\
+             checked 1 ModelZoo case file: 0 clean, 1 with violations (2 violations)\n"
+        )
+    );
+    // The model directory is matched against the case file's run_dir.
+    let out = modelzoo(&[
+        "validate",
+        t.path()
+            .join("PyTorch/contrib/Classification/Demo")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let out = modelzoo(&["validate", "--list-rules"]);
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        list.lines().any(|l| l.starts_with("zoo-case.run-dir")),
+        "{list}"
+    );
+
+    fs::remove_file(&file).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(&file)
+        .status()
+        .unwrap()
+        .success());
+    let out = modelzoo(&["validate", t.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{f}: cannot read: not a regular file (a FIFO)")),
+        "{stderr}"
+    );
+}

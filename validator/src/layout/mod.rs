@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use model_config::zoo_cases::{self, IndexFormat};
 use python::check_python;
 use rust_crate::{bin_names, check_rust_crate};
 
@@ -95,6 +96,16 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
+/// Every rule `validate` reports: [`RULES`] (model directories), then the ModelZoo case
+/// file's (`zoo-case.*`, defined with its parser in `model_config::zoo_cases`).
+pub fn all_rules() -> impl Iterator<Item = Rule> {
+    RULES.iter().copied().chain(
+        model_config::zoo_cases::RULES
+            .iter()
+            .map(|&(id, description)| Rule { id, description }),
+    )
+}
+
 /// The arguments every run_scripts README must document (adaptation guide §3.3).
 pub const DOCUMENTED_ARGS: &[&str] = &[
     "model_name",
@@ -107,10 +118,15 @@ pub const DOCUMENTED_ARGS: &[&str] = &[
     "autocast",
 ];
 
-/// One violation: the file (or directory) it is about, the rule, and what to do.
+/// One violation: the file (or directory) it is about, the line when it is about one, the
+/// rule, and what to do.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     pub path: PathBuf,
+    /// 1-based line in `path` (rules about a line of a file: the ModelZoo case file's);
+    /// left out of the JSON when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
     pub rule: &'static str,
     pub message: String,
 }
@@ -125,6 +141,9 @@ pub enum ModelKind {
     RustCrate,
     /// Not a model directory: a path `--all` could not walk (it carries `fs.readable` findings).
     Unwalkable,
+    /// The public ModelZoo's case file (`PyTorch/contrib/model_config/model.yaml`), checked
+    /// against the `zoo-case.*` rules.
+    ZooCases,
 }
 
 /// The result for one model directory.
@@ -146,6 +165,9 @@ pub enum LayoutError {
     Io { path: PathBuf, error: io::Error },
     #[error("{path}: not a usable model.yaml: {message}")]
     ModelYaml { path: PathBuf, message: String },
+    /// A file given to check that is not the ModelZoo's case file.
+    #[error("{path}: not a model directory nor a ModelZoo case file: {why}")]
+    NotACaseFile { path: PathBuf, why: String },
 }
 
 /// Options of a validation run.
@@ -209,8 +231,69 @@ impl Validator {
         })
     }
 
+    /// Check what `path` is: a zoo root (a directory holding
+    /// `PyTorch/contrib/model_config/model.yaml`: its case file), a ModelZoo case file, or a
+    /// model directory.
+    pub fn check_path(&mut self, path: &Path) -> Result<DirReport, LayoutError> {
+        match fs::metadata(path) {
+            Ok(m) if m.is_dir() => match case_file_in(path)? {
+                Some(file) => self.check_cases(&file),
+                None => self.check_dir(path),
+            },
+            Ok(m) if m.is_file() => self.check_cases(path),
+            _ => self.check_dir(path),
+        }
+    }
+
+    /// Check a ModelZoo case file against the `zoo-case.*` rules: one finding per violation,
+    /// with its line. A file that cannot be read (a FIFO included: refused, never opened
+    /// blocking) or is not in the case format is an error naming it.
+    pub fn check_cases(&mut self, file: &Path) -> Result<DirReport, LayoutError> {
+        let text = model_config::files::read_to_string(file).map_err(|error| LayoutError::Io {
+            path: file.to_path_buf(),
+            error,
+        })?;
+        match zoo_cases::detect(&text) {
+            Ok(IndexFormat::ZooCases) => {}
+            Ok(IndexFormat::ModelYaml) => {
+                return Err(LayoutError::NotACaseFile {
+                    path: file.to_path_buf(),
+                    why: "it is in this repository's model.yaml schema (`models:`); check model \
+                          directories against it with `--model-yaml FILE DIR...`"
+                        .into(),
+                })
+            }
+            Err(why) => {
+                return Err(LayoutError::NotACaseFile {
+                    path: file.to_path_buf(),
+                    why,
+                })
+            }
+        }
+        let cases = zoo_cases::ZooCases::inspect_text(&text, file);
+        let findings = cases
+            .violations
+            .iter()
+            .map(|v| Finding {
+                path: file.to_path_buf(),
+                line: Some(v.line),
+                rule: v.rule,
+                message: match &v.case {
+                    Some(case) => format!("case `{case}`: {}", v.message),
+                    None => v.message.clone(),
+                },
+            })
+            .collect();
+        Ok(DirReport {
+            dir: file.to_path_buf(),
+            kind: ModelKind::ZooCases,
+            findings,
+        })
+    }
+
     /// Find every model directory under `root` (not descending into one once found) and check
     /// each. Walk errors (symlink loops, unreadable directories) become `fs.readable` findings.
+    /// When `root` is a zoo root, its ModelZoo case file is checked first.
     pub fn check_tree(&mut self, root: &Path) -> Result<Vec<DirReport>, LayoutError> {
         match fs::metadata(root) {
             Ok(m) if m.is_dir() => {}
@@ -227,6 +310,9 @@ impl Validator {
             }
         }
         let mut reports = Vec::new();
+        if let Some(file) = case_file_in(root)? {
+            reports.push(self.check_cases(&file)?);
+        }
         let mut walk = walkdir::WalkDir::new(root)
             .follow_links(true)
             .sort_by_file_name()
@@ -248,6 +334,7 @@ impl Validator {
                         kind: ModelKind::Unwalkable,
                         findings: vec![Finding {
                             path,
+                            line: None,
                             rule: "fs.readable",
                             message,
                         }],
@@ -281,6 +368,7 @@ impl Validator {
         match found {
             Lookup::Index(index) if !index.has_entry(dir, model_names) => out.push(Finding {
                 path: index.path.clone(),
+                line: None,
                 rule: "model-yaml.entry",
                 message: format!(
                     "no entry for this model ({}): add one with its `name` and `path` for the PR functional check",
@@ -289,6 +377,7 @@ impl Validator {
             }),
             Lookup::Broken(path, message) => out.push(Finding {
                 path,
+                line: None,
                 rule: "model-yaml.entry",
                 message: format!("cannot use this model.yaml: {message}"),
             }),
@@ -302,8 +391,28 @@ impl Validator {
         for ancestor in abs.ancestors() {
             let lookup = self.found.entry(ancestor.to_path_buf()).or_insert_with(|| {
                 let candidate = ancestor.join("model_config").join("model.yaml");
-                if !candidate.is_file() {
-                    return Lookup::Absent;
+                // A model.yaml that is there but is not a regular file (a FIFO) is reported,
+                // never skipped: skipping it would leave the model unchecked without a word.
+                match fs::metadata(&candidate) {
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                        ) =>
+                    {
+                        return Lookup::Absent
+                    }
+                    Err(e) => return Lookup::Broken(candidate, format!("cannot read: {e}")),
+                    Ok(m) if !m.is_file() => {
+                        return Lookup::Broken(
+                            candidate,
+                            format!(
+                                "{}: not read — replace it with the real model.yaml",
+                                model_config::files::not_regular(m.file_type())
+                            ),
+                        )
+                    }
+                    Ok(_) => {}
                 }
                 match ModelIndex::load(&candidate) {
                     Ok(i) => Lookup::Index(Arc::new(i)),
@@ -316,6 +425,21 @@ impl Validator {
         }
         Lookup::Absent
     }
+}
+
+/// The ModelZoo case file of a zoo root: `dir/PyTorch/contrib/model_config/model.yaml` when it
+/// is in the case format (a model.yaml of this repository's schema there is an index, used by
+/// `model-yaml.entry`, not a case file). One that cannot be read — a FIFO included, refused
+/// without blocking — is an error naming it, never skipped.
+fn case_file_in(dir: &Path) -> Result<Option<PathBuf>, LayoutError> {
+    let Some(file) = zoo_cases::case_file_of(dir) else {
+        return Ok(None);
+    };
+    let text = model_config::files::read_to_string(&file).map_err(|error| LayoutError::Io {
+        path: file.clone(),
+        error,
+    })?;
+    Ok((zoo_cases::detect(&text) == Ok(IndexFormat::ZooCases)).then_some(file))
 }
 
 /// What an ancestor directory holds as `model_config/model.yaml`.
@@ -365,6 +489,7 @@ fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
         Ok(m) if !m.is_file() => {
             out.push(Finding {
                 path: path.to_path_buf(),
+                line: None,
                 rule: "fs.readable",
                 message: format!(
                     "not a regular file ({}): skipped, not read — replace it with the real file",
@@ -378,6 +503,7 @@ fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
         Err(e) => {
             out.push(Finding {
                 path: path.to_path_buf(),
+                line: None,
                 rule: "fs.readable",
                 message: format!("cannot read: {e}"),
             });
@@ -390,6 +516,7 @@ fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
         Err(e) => {
             out.push(Finding {
                 path: path.to_path_buf(),
+                line: None,
                 rule: "fs.readable",
                 message: format!("cannot read: {e}"),
             });
@@ -408,6 +535,7 @@ fn read_readme(path: &Path, out: &mut Vec<Finding>) -> Option<String> {
             let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
             out.push(Finding {
                 path: path.to_path_buf(),
+                line: None,
                 rule: "readme.encoding",
                 message: format!(
                     "not UTF-8 (first invalid byte at offset {at}, line {line}); re-save it as UTF-8 (e.g. `iconv -f GBK -t UTF-8`)"
@@ -421,6 +549,7 @@ fn read_readme(path: &Path, out: &mut Vec<Finding>) -> Option<String> {
 fn missing(out: &mut Vec<Finding>, path: PathBuf, rule: &'static str, what: &str) {
     out.push(Finding {
         path,
+        line: None,
         rule,
         message: format!("missing: {what}"),
     });

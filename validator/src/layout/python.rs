@@ -65,6 +65,7 @@ pub(super) fn check_python(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
         }
         Err(e) => out.push(Finding {
             path: rs.clone(),
+            line: None,
             rule: "fs.readable",
             message: format!("cannot list: {e}"),
         }),
@@ -115,6 +116,7 @@ pub(super) fn check_python(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
         if !step.is_match(&parser_text) {
             out.push(Finding {
                 path: if argument_text.is_some() { argument } else { rs.clone() },
+                line: None,
                 rule: "args.step",
                 message: "the argument parser has no `--step` option: add `parser.add_argument('--step', type=int, default=-1)` for short functional runs".into(),
             });
@@ -156,6 +158,7 @@ fn check_requirements(path: &Path, text: &str, out: &mut Vec<Finding>) {
         if FRAMEWORKS.contains(&name.as_str()) {
             out.push(Finding {
                 path: path.to_path_buf(),
+                line: None,
                 rule: "requirements.no-framework",
                 message: format!(
                     "line {}: `{spec}` — remove it: the SDAA environment provides {name} (a pip install would replace torch_sdaa's build)",

@@ -32,6 +32,7 @@ pub(super) fn check_documented(
     if !absent.is_empty() {
         out.push(Finding {
             path: readme.to_path_buf(),
+            line: None,
             rule: "args.documented",
             message: format!(
                 "arguments not documented: {} — add a table row for each (`| --name | default | meaning |`)",
@@ -75,6 +76,7 @@ pub(super) fn check_results_table(readme: &Path, lines: &[markdown::Line], out: 
     }
     out.push(Finding {
         path: readme.to_path_buf(),
+        line: None,
         rule: "readme.results-table",
         message: format!(
             "the training results section (line {}: `{} {}`) has no table: add one row per run with its arguments (cards, batch_size, epoch, AMP) and the accuracy reached on SDAA beside CUDA (adaptation guide §3.6 item 5)",
@@ -105,6 +107,7 @@ pub(super) fn check_placeholders(readme: &Path, lines: &[markdown::Line], out: &
     }
     out.push(Finding {
         path: readme.to_path_buf(),
+        line: None,
         rule: "readme.placeholders",
         message: format!(
             "unfinished: placeholder{} {} on line{} {} — replace each with the real content",
@@ -188,6 +191,7 @@ pub(super) fn check_sections(readme: &Path, lines: &[markdown::Line], out: &mut 
     if !absent.is_empty() {
         out.push(Finding {
             path: readme.to_path_buf(),
+            line: None,
             rule: "readme.sections",
             message: format!("missing sections: {}", absent.join("; ")),
         });

@@ -3,7 +3,7 @@
 use modelzoo_support::junit::{Case, Layout, Outcome, Suite};
 use serde::Serialize;
 
-use super::DirReport;
+use super::{DirReport, Finding, ModelKind};
 
 /// Totals over a run.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -30,19 +30,26 @@ pub fn render_text(reports: &[DirReport]) -> String {
     let mut s = String::new();
     for r in reports {
         for f in &r.findings {
-            s.push_str(&format!(
-                "{}: {}: {}\n",
-                f.path.display(),
-                f.rule,
-                f.message
-            ));
+            s.push_str(&format!("{}: {}: {}\n", location(f), f.rule, f.message));
         }
     }
     let sum = summarize(reports);
+    let case_files = reports
+        .iter()
+        .filter(|r| r.kind == ModelKind::ZooCases)
+        .count();
+    let dirs = sum.dirs - case_files;
+    let checked = match (dirs, case_files) {
+        (d, 0) => format!("{d} model director{}", if d == 1 { "y" } else { "ies" }),
+        (0, f) => format!("{f} ModelZoo case file{}", if f == 1 { "" } else { "s" }),
+        (d, f) => format!(
+            "{d} model director{} and {f} ModelZoo case file{}",
+            if d == 1 { "y" } else { "ies" },
+            if f == 1 { "" } else { "s" }
+        ),
+    };
     s.push_str(&format!(
-        "checked {} model director{}: {} clean, {} with violations ({} violation{})\n",
-        sum.dirs,
-        if sum.dirs == 1 { "y" } else { "ies" },
+        "checked {checked}: {} clean, {} with violations ({} violation{})\n",
         sum.clean,
         sum.with_violations,
         sum.violations,
@@ -80,7 +87,7 @@ pub fn render_junit(reports: &[DirReport]) -> String {
                 .map(|f| Outcome::Failure {
                     kind: Some(f.rule.to_string()),
                     message: f.message.clone(),
-                    text: format!("{}: {}: {}", f.path.display(), f.rule, f.message),
+                    text: format!("{}: {}: {}", location(f), f.rule, f.message),
                 })
                 .collect(),
         })
@@ -91,4 +98,12 @@ pub fn render_junit(reports: &[DirReport]) -> String {
         cases,
     }
     .render(Layout::Bare)
+}
+
+/// `path` or `path:line`, how a finding names where it is.
+fn location(f: &Finding) -> String {
+    match f.line {
+        Some(line) => format!("{}:{line}", f.path.display()),
+        None => f.path.display().to_string(),
+    }
 }

@@ -22,6 +22,7 @@ pub(super) fn check_rust_crate(dir: &Path, out: &mut Vec<Finding>) -> Vec<String
             Err(e) => {
                 out.push(Finding {
                     path: manifest.clone(),
+                    line: None,
                     rule: "crate.run-binary",
                     message: format!(
                         "not valid TOML, so its binaries are unknown: {}",
@@ -47,6 +48,7 @@ pub(super) fn check_rust_crate(dir: &Path, out: &mut Vec<Finding>) -> Vec<String
                 } else {
                     out.push(Finding {
                         path: candidates[0].clone(),
+                        line: None,
                         rule: "crate.run-binary",
                         message: format!("the source of binary `{name}` does not exist"),
                     });
@@ -70,6 +72,7 @@ pub(super) fn check_rust_crate(dir: &Path, out: &mut Vec<Finding>) -> Vec<String
         if !found {
             out.push(Finding {
                 path: manifest.clone(),
+                line: None,
                 rule: "crate.run-binary",
                 message: "no run_<model> binary: add `[[bin]] name = \"run_<model>\"` (the uniform ModelZoo command)".into(),
             });
@@ -93,6 +96,7 @@ pub(super) fn check_rust_crate(dir: &Path, out: &mut Vec<Finding>) -> Vec<String
                 Ok(spec) => merged = Some(spec),
                 Err(message) => out.push(Finding {
                     path: spec_path.clone(),
+                    line: None,
                     rule: "crate.spec",
                     message,
                 }),
@@ -110,6 +114,7 @@ pub(super) fn check_rust_crate(dir: &Path, out: &mut Vec<Finding>) -> Vec<String
         if spec.get("step").is_none() {
             out.push(Finding {
                 path: dir.join("spec.yaml"),
+                line: None,
                 rule: "args.step",
                 message: "the merged argument spec has no `step` argument".into(),
             });

@@ -1,13 +1,14 @@
-//! `modelzoo validate` — check model directories against the ModelZoo layout rules.
+//! `modelzoo validate` — check model directories against the ModelZoo layout rules, and the
+//! public ModelZoo's case file (`PyTorch/contrib/model_config/model.yaml`) against its rules.
 //!
-//! Exit codes: 0 every directory is clean, 1 violations found, 2 could not run (a path that
-//! is not a directory, an unusable --model-yaml, nothing to check).
+//! Exit codes: 0 everything checked is clean, 1 violations found, 2 could not run (a path that
+//! is neither a directory nor a case file, an unusable --model-yaml, nothing to check).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use validator::layout::{self, Options, Validator, RULES};
+use validator::layout::{self, all_rules, Options, Validator};
 
 /// Output format of the findings.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -22,7 +23,9 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model directories to check (Python ModelZoo layout or a Rust model crate).
+    /// Model directories to check (Python ModelZoo layout or a Rust model crate); a zoo root
+    /// (holding PyTorch/contrib/model_config/model.yaml) or a ModelZoo case file checks the
+    /// case file.
     #[arg(value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Find every model directory under ROOT (e.g. PyTorch/contrib) and check them all.
@@ -42,8 +45,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.list_rules {
-        let width = RULES.iter().map(|r| r.id.len()).max().unwrap_or(0);
-        for r in RULES {
+        let width = all_rules().map(|r| r.id.len()).max().unwrap_or(0);
+        for r in all_rules() {
             println!("{:<width$}  {}", r.id, r.description);
         }
         return Ok(ExitCode::SUCCESS);
@@ -58,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })?;
     let mut reports = Vec::new();
     for dir in &args.dirs {
-        reports.push(v.check_dir(dir)?);
+        reports.push(v.check_path(dir)?);
     }
     for root in &args.all {
         let found = v.check_tree(root).context("--all")?;

@@ -1,0 +1,94 @@
+//! Opening a file a user names without ever blocking on it. `File::open` on a FIFO waits for
+//! a writer (forever, when none comes) and a device may never end, so every file the tools
+//! read from user input — model.yaml, a log a command left behind, a console log — is opened
+//! non-blocking and refused unless it is a regular file. The check is on the opened file
+//! (`fstat`), so a file swapped for a FIFO after a `stat` cannot slip through.
+
+use std::fs::{File, FileType, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// What a file that is not a regular file is, for messages: `a FIFO`, `a directory`, ...
+pub fn kind(t: FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The error for a path that is not a regular file: `not a regular file (a FIFO)`, kind
+/// `InvalidInput`, so callers can tell it from a missing file.
+pub fn not_regular(t: FileType) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file ({})", kind(t)),
+    )
+}
+
+/// Opens `path` for reading when it is a regular file (symlinks followed); anything else is an
+/// `InvalidInput` error naming what it is. Never blocks: the file is opened with `O_NONBLOCK`
+/// (a no-op for regular files) and checked with `fstat` before it is returned.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        Ok(file)
+    } else {
+        Err(not_regular(meta.file_type()))
+    }
+}
+
+/// The text of a regular file ([`open_regular`]); invalid UTF-8 is an `InvalidData` error.
+pub fn read_to_string(path: &Path) -> io::Result<String> {
+    let mut text = String::new();
+    open_regular(path)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// The bytes of a regular file ([`open_regular`]).
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open_regular(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_is_refused_at_once_and_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("model.yaml");
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let err = read_to_string(&fifo).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(err.to_string(), "not a regular file (a FIFO)");
+        let err = read_to_string(tmp.path()).unwrap_err();
+        assert_eq!(err.to_string(), "not a regular file (a directory)");
+        std::fs::write(tmp.path().join("ok.yaml"), "models: []\n").unwrap();
+        assert_eq!(
+            read_to_string(&tmp.path().join("ok.yaml")).unwrap(),
+            "models: []\n"
+        );
+    }
+}
