@@ -5,6 +5,8 @@
 //! applies it atomically; [`RULES`] is the one table of what is rewritten and what is only
 //! reported. The `modelzoo migrate` command is a thin shell over this.
 
+mod diff;
+pub mod meter;
 pub mod pysrc;
 pub mod record;
 pub mod report;

@@ -48,7 +48,8 @@ pub(crate) fn ours_or_absent(path: &Path) -> bool {
     match std::fs::symlink_metadata(path) {
         Err(_) => true,
         Ok(m) if !m.is_file() => false,
-        Ok(_) => std::fs::read_to_string(path).is_ok_and(|t| t.contains(MARKER)),
+        Ok(_) => crate::tree::read_regular(path)
+            .is_ok_and(|t| String::from_utf8_lossy(&t).contains(MARKER)),
     }
 }
 
@@ -61,13 +62,16 @@ pub(crate) fn load(root: &Path) -> Record {
     if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
         return record;
     }
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Some(text) = crate::tree::read_regular(&path)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+    else {
         return record;
     };
     let Some(start) = text.find(MARKER) else {
         return record;
     };
-    let mut files: std::collections::BTreeMap<PathBuf, Option<Vec<String>>> = Default::default();
+    let mut files: std::collections::BTreeMap<PathBuf, Option<LineIndex>> = Default::default();
     for line in text[start..].lines().skip(1) {
         if line.trim_start().starts_with("-->") {
             break;
@@ -81,17 +85,11 @@ pub(crate) fn load(root: &Path) -> Record {
                 let Some(rule) = RULES.iter().find(|r| r.id == f.rule).map(|r| r.id) else {
                     continue;
                 };
-                let lines = files.entry(f.path.clone()).or_insert_with(|| {
-                    let file = root.join(&f.path);
-                    let real = std::fs::symlink_metadata(&file).ok()?;
-                    if !real.is_file() {
-                        return None;
-                    }
-                    let text = std::fs::read_to_string(file).ok()?;
-                    Some(text.lines().map(|l| l.trim().to_string()).collect())
-                });
+                let lines = files
+                    .entry(f.path.clone())
+                    .or_insert_with(|| LineIndex::read(&root.join(&f.path)));
                 let Some(lines) = lines else { continue };
-                let Some(line) = relocate(lines, f.line, &f.text) else {
+                let Some(line) = lines.relocate(f.line, &f.text) else {
                     continue;
                 };
                 record.findings.push(Finding {
@@ -107,26 +105,52 @@ pub(crate) fn load(root: &Path) -> Record {
     record
 }
 
-/// The 1-based line holding `text` nearest to `line`.
-fn relocate(lines: &[String], line: usize, text: &str) -> Option<usize> {
-    let at = line.saturating_sub(1);
-    (0..lines.len().max(at + 1))
-        .flat_map(|d| [at.checked_sub(d), at.checked_add(d).filter(|_| d > 0)])
-        .flatten()
-        .find(|&i| lines.get(i).is_some_and(|l| l == text))
-        .map(|i| i + 1)
+/// A file's lines (trimmed) by text, so each recorded finding is found again in logarithmic
+/// time however far it moved or if it is gone — a scan per finding made a file with many
+/// findings quadratic.
+struct LineIndex {
+    /// 1-based line numbers of each text, ascending.
+    at: std::collections::HashMap<String, Vec<usize>>,
+    lines: Vec<String>,
 }
 
-/// The trimmed text of 1-based `line` of the file at `path` as it is on disk now.
-fn line_text(root: &Path, path: &Path, line: usize) -> String {
-    std::fs::read_to_string(root.join(path))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .nth(line.saturating_sub(1))
-                .map(|l| l.trim().to_string())
-        })
-        .unwrap_or_default()
+impl LineIndex {
+    fn new(text: &str) -> LineIndex {
+        let lines: Vec<String> = text.lines().map(|l| l.trim().to_string()).collect();
+        let mut at: std::collections::HashMap<String, Vec<usize>> = Default::default();
+        for (i, l) in lines.iter().enumerate() {
+            at.entry(l.clone()).or_default().push(i + 1);
+        }
+        crate::meter::add(lines.len() as u64);
+        LineIndex { at, lines }
+    }
+
+    /// The index of the regular file at `path` (never a link), or `None`.
+    fn read(path: &Path) -> Option<LineIndex> {
+        let bytes = crate::tree::read_regular(path).ok()?;
+        Some(LineIndex::new(&String::from_utf8(bytes).ok()?))
+    }
+
+    /// The 1-based line holding `text` nearest to `line` (the earlier one on a tie).
+    fn relocate(&self, line: usize, text: &str) -> Option<usize> {
+        crate::meter::add(1);
+        let at = self.at.get(text)?;
+        let line = line.max(1);
+        let k = at.partition_point(|&l| l < line);
+        let after = at.get(k).copied();
+        let before = k.checked_sub(1).and_then(|k| at.get(k)).copied();
+        match (before, after) {
+            (Some(b), Some(a)) => Some(if line - b <= a - line { b } else { a }),
+            (b, a) => b.or(a),
+        }
+    }
+
+    /// The trimmed text of 1-based `line`.
+    fn text(&self, line: usize) -> &str {
+        self.lines
+            .get(line.saturating_sub(1))
+            .map_or("", |l| l.as_str())
+    }
 }
 
 /// `MIGRATION.md` for a report whose findings are in the line numbers of the files on disk,
@@ -177,13 +201,20 @@ pub(crate) fn render(report: &Report, written: &[WrittenFile]) -> String {
     for w in written {
         let _ = writeln!(out, "{}", json(&Entry::Written(w.clone())));
     }
+    // Each file read once, however many findings it has.
+    let mut files: std::collections::HashMap<&Path, Option<LineIndex>> = Default::default();
     for f in &report.findings {
+        let lines = files
+            .entry(f.path.as_path())
+            .or_insert_with(|| LineIndex::read(&report.root.join(&f.path)));
         let entry = Entry::Finding(RecordedFinding {
             path: f.path.clone(),
             line: f.line,
             rule: f.rule.to_string(),
             message: f.message.clone(),
-            text: line_text(&report.root, &f.path, f.line),
+            text: lines
+                .as_ref()
+                .map_or(String::new(), |l| l.text(f.line).to_string()),
         });
         let _ = writeln!(out, "{}", json(&entry));
     }
@@ -193,15 +224,18 @@ pub(crate) fn render(report: &Report, written: &[WrittenFile]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::relocate;
+    use super::LineIndex;
 
     #[test]
     fn relocate_prefers_the_nearest_matching_line() {
-        let lines: Vec<String> = ["a", "x", "b", "x", "c", "x"].map(String::from).into();
-        assert_eq!(relocate(&lines, 2, "x"), Some(2));
-        assert_eq!(relocate(&lines, 3, "x"), Some(2));
-        assert_eq!(relocate(&lines, 5, "x"), Some(4));
-        assert_eq!(relocate(&lines, 9, "x"), Some(6));
-        assert_eq!(relocate(&lines, 1, "gone"), None);
+        let lines = LineIndex::new("a\n  x\nb\nx\nc\nx\n");
+        assert_eq!(lines.relocate(2, "x"), Some(2));
+        assert_eq!(lines.relocate(3, "x"), Some(2));
+        assert_eq!(lines.relocate(5, "x"), Some(4));
+        assert_eq!(lines.relocate(9, "x"), Some(6));
+        assert_eq!(lines.relocate(0, "x"), Some(2));
+        assert_eq!(lines.relocate(1, "gone"), None);
+        assert_eq!(lines.text(2), "x");
+        assert_eq!(lines.text(7), "");
     }
 }

@@ -1,5 +1,6 @@
 //! Walking a model directory, migrating each file in memory, and writing the result back.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::report::{display_path, quote_path, FileChange, Finding, Report, Skipped, WrittenFile};
@@ -128,8 +129,67 @@ pub fn skip_dir(entry: &walkdir::DirEntry) -> bool {
         || entry.path().join("pyvenv.cfg").is_file()
 }
 
+/// What a directory entry is when it is not a regular file (so it is never opened: reading a
+/// FIFO blocks until something writes to it, a device may never end), or `None`.
+fn not_regular(ft: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_file() || ft.is_dir() {
+        None
+    } else if ft.is_symlink() {
+        Some("a symbolic link")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// Why a file the migration would read is skipped because of what it is.
+fn not_regular_reason(what: &str) -> String {
+    if what == "a symbolic link" {
+        "a symbolic link: not followed, so nothing outside the directory is read; the file it \
+         points to is migrated where it lies if that is inside the directory"
+            .into()
+    } else {
+        format!(
+            "{what}, not a regular file: not opened (reading one can block); replace it with the \
+             regular file to migrate it"
+        )
+    }
+}
+
+/// Reads `path` only if it is a regular file, without ever blocking: it is opened
+/// non-blocking and without following a link, and checked after opening, so a FIFO, socket or
+/// device that took the file's place after the walk is refused with what it is, not read.
+pub(crate) fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if let Some(what) = not_regular(meta.file_type()) {
+        return Err(std::io::Error::other(format!(
+            "{what}, not a regular file: not read; put the regular file back and run the \
+             migration again"
+        )));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Migrates every Python, shell and CUDA file under `root` in memory (a dry run).
-/// Symlinks are not followed, so nothing outside `root` is read or written.
+/// Symlinks are not followed, so nothing outside `root` is read or written; an entry with a
+/// name the migration reads that is not a regular file (a link, FIFO, socket, device) is listed
+/// as skipped, never opened.
 pub fn scan(root: &Path) -> Result<Report, MigrateError> {
     let meta = std::fs::metadata(root).map_err(io(root))?;
     if !meta.is_dir() {
@@ -160,10 +220,19 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
                 continue;
             }
         };
+        let name = entry.file_name().to_string_lossy();
+        if let Some(what) = not_regular(entry.file_type()) {
+            if FileKind::of(&name).is_some() {
+                report.skipped.push(Skipped {
+                    path: relative(root, entry.path()),
+                    reason: not_regular_reason(what),
+                });
+            }
+            continue;
+        }
         if !entry.file_type().is_file() {
             continue;
         }
-        let name = entry.file_name().to_string_lossy();
         if is_our_temp(&name) {
             report.leftover_temp.push(relative(root, entry.path()));
             continue;
@@ -209,17 +278,18 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
     // What an earlier --write recorded and this run's rules cannot see again (a rewrite left
     // nothing to re-detect) still needs a person.
     let record = crate::record::load(root);
-    let scanned: std::collections::BTreeSet<&Path> =
-        files.iter().map(|(_, rel, _)| rel.as_path()).collect();
+    let scanned: HashSet<&Path> = files.iter().map(|(_, rel, _)| rel.as_path()).collect();
+    let found: HashSet<(&Path, usize, &str, &str)> = report
+        .findings
+        .iter()
+        .map(|f| (f.path.as_path(), f.line, f.rule, f.message.as_str()))
+        .collect();
+    crate::meter::add((report.findings.len() + record.findings.len()) as u64);
     let mut carried: Vec<Finding> = record
         .findings
         .into_iter()
         .filter(|r| scanned.contains(r.path.as_path()))
-        .filter(|r| {
-            !report.findings.iter().any(|f| {
-                f.path == r.path && f.line == r.line && f.rule == r.rule && f.message == r.message
-            })
-        })
+        .filter(|r| !found.contains(&(r.path.as_path(), r.line, r.rule, r.message.as_str())))
         .collect();
     carried.dedup_by(|a, b| {
         a.path == b.path && a.line == b.line && a.rule == b.rule && a.message == b.message
@@ -228,6 +298,7 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
     report
         .findings
         .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     report.written_before = record.written;
     Ok(report)
 }
@@ -250,7 +321,7 @@ fn migrate_file(path: &Path, rel: &Path, kind: FileKind) -> FileResult {
             reason,
         })
     };
-    let bytes = match std::fs::read(path) {
+    let bytes = match read_regular(path) {
         Ok(b) => b,
         Err(err) => return skipped(format!("cannot read: {err}")),
     };
@@ -269,13 +340,18 @@ fn migrate_file(path: &Path, rel: &Path, kind: FileKind) -> FileResult {
     let mut outcome = migrate_text(&text, kind);
     outcome.notes.sort_by_key(|n| n.line);
     let change = if outcome.text != text {
-        let text_diff = similar::TextDiff::from_lines(&text, &outcome.text);
-        let diff = text_diff
-            .unified_diff()
-            .context_radius(3)
-            .header(&diff_header_name("a/", rel), &diff_header_name("b/", rel))
-            .to_string();
-        let (line_map, changed_lines) = line_map(&text_diff);
+        let old: Vec<&str> = text.split_inclusive('\n').collect();
+        let new: Vec<&str> = outcome.text.split_inclusive('\n').collect();
+        let ops = crate::diff::line_ops(&old, &new, &outcome.origin);
+        let diff = crate::diff::unified(
+            &old,
+            &new,
+            &ops,
+            &diff_header_name("a/", rel),
+            &diff_header_name("b/", rel),
+        );
+        let (line_map, changed_lines) = crate::diff::line_map(&ops, new.len());
+        drop((old, new));
         Some(Box::new(FileChange {
             path: rel.to_path_buf(),
             new: std::mem::take(&mut outcome.text),
@@ -293,60 +369,6 @@ fn migrate_file(path: &Path, rel: &Path, kind: FileKind) -> FileResult {
         outcome,
         change,
     }
-}
-
-/// Old line → new line (1-based) for every old line, and the new text's changed lines as
-/// ranges (`3, 8-9`); a line removed maps to the line that now stands where it was.
-fn line_map<'a>(diff: &similar::TextDiff<'a, 'a, 'a, str>) -> (Vec<usize>, String) {
-    use similar::DiffOp;
-    let mut map = Vec::new();
-    let mut changed: Vec<(usize, usize)> = Vec::new();
-    let total_new = diff.new_slices().len().max(1);
-    for op in diff.ops() {
-        match *op {
-            DiffOp::Equal { new_index, len, .. } => {
-                map.extend((0..len).map(|k| new_index + k + 1));
-            }
-            DiffOp::Delete {
-                old_len, new_index, ..
-            } => {
-                let at = (new_index + 1).min(total_new);
-                map.extend(std::iter::repeat_n(at, old_len));
-                changed.push((at, at));
-            }
-            DiffOp::Insert {
-                new_index, new_len, ..
-            } => changed.push((new_index + 1, new_index + new_len)),
-            DiffOp::Replace {
-                old_len,
-                new_index,
-                new_len,
-                ..
-            } => {
-                map.extend((0..old_len).map(|k| new_index + k.min(new_len - 1) + 1));
-                changed.push((new_index + 1, new_index + new_len));
-            }
-        }
-    }
-    changed.sort();
-    let mut merged: Vec<(usize, usize)> = Vec::new();
-    for (a, b) in changed {
-        match merged.last_mut() {
-            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
-            _ => merged.push((a, b)),
-        }
-    }
-    let shown: Vec<String> = merged
-        .iter()
-        .map(|&(a, b)| {
-            if a == b {
-                a.to_string()
-            } else {
-                format!("{a}-{b}")
-            }
-        })
-        .collect();
-    (map, shown.join(", "))
 }
 
 /// `f` over `items` on every available core, results in input order.
@@ -401,7 +423,7 @@ pub fn write(report: &Report) -> Result<Written, MigrateError> {
         if !real.starts_with(&root) {
             return Err(MigrateError::OutsideRoot { path: real, root });
         }
-        let current = std::fs::read(&real).map_err(io(&real))?;
+        let current = read_regular(&real).map_err(io(&real))?;
         if current != change.old.as_bytes() {
             return Err(MigrateError::Io {
                 path: real,
@@ -465,8 +487,12 @@ pub fn write(report: &Report) -> Result<Written, MigrateError> {
 /// files' line numbers.
 fn after_write(report: &Report, n: usize) -> Report {
     let mut after = report.clone();
+    let written: HashMap<&Path, &FileChange> = report.changes[..n]
+        .iter()
+        .map(|c| (c.path.as_path(), c))
+        .collect();
     for f in &mut after.findings {
-        if let Some(c) = report.changes[..n].iter().find(|c| c.path == f.path) {
+        if let Some(c) = written.get(f.path.as_path()) {
             if let Some(&new) = c.line_map.get(f.line.saturating_sub(1)) {
                 f.line = new;
             }
@@ -492,8 +518,9 @@ fn save_record(after: &Report, written: &[FileChange]) -> std::io::Result<()> {
                 .join(", "),
         })
         .collect();
+    let this_run: HashSet<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
     for earlier in &after.written_before {
-        if !files.iter().any(|f| f.path == earlier.path) {
+        if !this_run.contains(&earlier.path) {
             files.push(earlier.clone());
         }
     }

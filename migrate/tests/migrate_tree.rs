@@ -91,9 +91,11 @@ fn dry_run_produces_the_exact_sdaa_port_and_touches_nothing() {
             ("apex-ddp", 1),
             ("cuda-method", 5),
             ("ddp-backend", 2),
-            ("device-string", 5),
+            // `choices=["cpu", "cuda"]` is rewritten; `help="use torch.cuda.amp"` is prose and
+            // is not.
+            ("device-string", 6),
             ("import-torch-sdaa", 2),
-            ("torch-cuda", 5),
+            ("torch-cuda", 4),
             ("visible-devices", 2),
         ]
     );
@@ -419,4 +421,95 @@ fn not_a_directory_is_an_error() {
     assert!(err.to_string().contains("not a directory"), "{err}");
     let err = migrate::scan(&tmp.path().join("missing")).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
+}
+
+/// Runs `f` on another thread and fails (rather than hanging the suite) if it has not returned
+/// within a minute: what a read of a FIFO would do.
+fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{what} blocked: it opened a FIFO"))
+}
+
+fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
+    assert_eq!(rc, 0, "mkfifo {}", path.display());
+}
+
+#[test]
+fn fifos_sockets_and_links_are_listed_as_skipped_never_opened() {
+    let (tmp, dir) = model_copy();
+    mkfifo(&dir.join("x.py"));
+    mkfifo(&dir.join("run_scripts/launch.sh"));
+    mkfifo(&dir.join("pipe.txt")); // not a name the migration reads: not listed
+    let _socket = std::os::unix::net::UnixListener::bind(dir.join("sock.py")).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("elsewhere.py"), dir.join("linked.py")).unwrap();
+    let scan_dir = dir.clone();
+    let report = within_a_minute("scan", move || migrate::scan(&scan_dir).unwrap());
+    let skipped: Vec<(String, &str)> = report
+        .skipped
+        .iter()
+        .map(|s| (s.path.display().to_string(), s.reason.as_str()))
+        .collect();
+    let names: Vec<&str> = skipped.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "latin1.py",
+            "linked.py",
+            "run_scripts/launch.sh",
+            "sock.py",
+            "weights.py",
+            "x.py"
+        ]
+    );
+    let reason = |name: &str| skipped.iter().find(|(p, _)| p == name).unwrap().1;
+    assert!(
+        reason("x.py").starts_with("a FIFO (named pipe), not a regular file: not opened"),
+        "{}",
+        reason("x.py")
+    );
+    assert!(reason("x.py").contains("replace it with the regular file"));
+    assert!(reason("run_scripts/launch.sh").starts_with("a FIFO"));
+    assert!(reason("sock.py").starts_with("a socket, not a regular file"));
+    assert!(reason("linked.py").starts_with("a symbolic link: not followed"));
+    assert_eq!(report.files_scanned, 6);
+    assert!(migrate::render_summary(&report).contains("6 files skipped:\n"));
+
+    // The write and the record it keeps list them too, and the next run reads the record
+    // without touching them.
+    let written = within_a_minute("write", move || migrate::write(&report).map(|w| w.record));
+    let record = std::fs::read_to_string(written.unwrap()).unwrap();
+    assert!(
+        record.contains("- `x.py`: a FIFO (named pipe), not a regular file"),
+        "{record}"
+    );
+    let again = within_a_minute("second scan", move || migrate::scan(&dir).unwrap());
+    assert_eq!(again.skipped.len(), 6);
+}
+
+#[test]
+fn a_file_turned_into_a_fifo_after_the_scan_is_refused_not_read() {
+    let (_tmp, dir) = model_copy();
+    let report = migrate::scan(&dir).unwrap();
+    std::fs::remove_file(dir.join("train.py")).unwrap();
+    mkfifo(&dir.join("train.py"));
+    let err = within_a_minute("write", move || migrate::write(&report).unwrap_err());
+    let msg = err.to_string();
+    assert!(msg.contains("train.py"), "{msg}");
+    assert!(
+        msg.contains("a FIFO (named pipe), not a regular file: not read"),
+        "{msg}"
+    );
+    // Nothing was written: the check comes before any write.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("train_apex.py")).unwrap(),
+        std::fs::read_to_string(data().join("cuda_model/train_apex.py")).unwrap()
+    );
 }

@@ -3,7 +3,11 @@
 //! The transform is line-based and conservative: it rewrites only spellings whose SDAA
 //! equivalent is mechanical (torch_sdaa mirrors `torch.cuda`, TCCL mirrors NCCL), and reports
 //! with file:line what needs a person (CUDA kernels, CUDA extension builds, cupy, triton,
-//! `torch.cuda` APIs torch_sdaa lacks, the forward-pass autocast apex did implicitly).
+//! `torch.cuda` APIs torch_sdaa lacks, apex's compiled kernels, the forward-pass autocast apex
+//! did implicitly). Code rules look at code only; prose (comments, docstrings, the text of
+//! string literals) is neither rewritten nor reported, except string literals whose whole value
+//! is data a rule knows: a device (`"cuda:0"`), a backend (`"nccl"`), an environment variable
+//! (`"CUDA_VISIBLE_DEVICES"`, `"NCCL_DEBUG"`), a command (`"nvidia-smi -L"`), a `.cu` source.
 //! Running it on its own output changes nothing.
 
 mod python;
@@ -39,7 +43,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "import-torch-sdaa",
         action: Action::Rewrite,
-        description: "add `import torch_sdaa` after the first `import torch` of a module that uses the device",
+        description: "add `import torch_sdaa` after the first `import torch` of a module that uses the device (incl. `torch.accelerator`, which reports sdaa once torch_sdaa is imported)",
     },
     Rule {
         id: "cuda-method",
@@ -127,9 +131,19 @@ pub const RULES: &[Rule] = &[
         description: "`NCCL_*` environment variables (Python and shell scripts) are not read by TCCL; kept and reported",
     },
     Rule {
+        id: "torch-accelerator",
+        action: Action::Report,
+        description: "`torch.accelerator` memory statistics and `get_device_capability` fail on torch_sdaa (its allocator is not a c10 DeviceAllocator); use the `torch.sdaa` call",
+    },
+    Rule {
+        id: "apex-kernels",
+        action: Action::Report,
+        description: "apex's compiled CUDA kernels (`amp_C`, `apex_C`, `apex.multi_tensor_apply`, `apex.optimizers`, `apex.normalization`, `*_cuda` extension modules) have no SDAA build; each import is reported with the torch replacement",
+    },
+    Rule {
         id: "apex-manual",
         action: Action::Report,
-        description: "apex use the rules cannot convert mechanically (other amp calls, FusedAdam, ...) needs a person",
+        description: "apex use the rules cannot convert mechanically (other amp calls, `apex.parallel.SyncBatchNorm`, ...) needs a person",
     },
 ];
 
@@ -151,6 +165,10 @@ pub struct FileOutcome {
     pub rewrites: BTreeMap<&'static str, usize>,
     /// Report-only findings (kept code, manual work).
     pub notes: Vec<Note>,
+    /// For each line of `text`, the 1-based input line it stands for (0: a line the rules
+    /// added); empty when line i of `text` stands for input line i. The diff is built from it
+    /// (no search, so linear in the file).
+    pub origin: Vec<usize>,
 }
 
 impl FileOutcome {
@@ -185,6 +203,103 @@ const TORCH_CUDA_UNSUPPORTED: &[&str] = &[
     "tunable",
 ];
 
+/// `torch.accelerator` calls that fail on sdaa, and the `torch.sdaa` call to use instead (`None`:
+/// no equivalent). Checked with torch 2.11 on the SDAA emulator: the memory calls raise
+/// "Allocator for sdaa is not a DeviceAllocator", `get_device_capability` "Backend doesn't
+/// support getting device capabilities"; everything else (`current_accelerator`,
+/// `is_available`, `device_count`, `synchronize`, streams, `device_index`) works.
+const ACCELERATOR_UNSUPPORTED: &[(&str, Option<&str>)] = &[
+    ("memory_allocated", Some("torch.sdaa.memory_allocated()")),
+    (
+        "max_memory_allocated",
+        Some("torch.sdaa.max_memory_allocated()"),
+    ),
+    ("memory_reserved", Some("torch.sdaa.memory_reserved()")),
+    (
+        "max_memory_reserved",
+        Some("torch.sdaa.max_memory_reserved()"),
+    ),
+    ("memory_stats", Some("torch.sdaa.memory_stats()")),
+    ("empty_cache", Some("torch.sdaa.empty_cache()")),
+    (
+        "reset_peak_memory_stats",
+        Some("torch.sdaa.reset_peak_memory_stats()"),
+    ),
+    (
+        "reset_accumulated_memory_stats",
+        Some("torch.sdaa.reset_accumulated_memory_stats()"),
+    ),
+    ("get_memory_info", Some("torch.sdaa.mem_get_info()")),
+    ("get_device_capability", None),
+];
+
+const FOREACH: &str = "torch's foreach ops (`torch._foreach_*`, `torch.nn.utils.clip_grad_norm_(..., foreach=True)`) and optimizers (`torch.optim.AdamW(..., foreach=True)`), and `torch.sdaa.amp.GradScaler` for loss scaling";
+const TORCH_OPTIM: &str =
+    "torch.optim's Adam / AdamW / SGD (`foreach=True`); LAMB and NovoGrad have no torch equivalent";
+const TORCH_NORM: &str = "`torch.nn.LayerNorm` / `torch.nn.RMSNorm`";
+const TORCH_SYNCBN: &str = "`torch.nn.SyncBatchNorm` (`convert_sync_batchnorm`)";
+const TORCH_SOFTMAX: &str =
+    "`torch.softmax` on the masked scores (or `torch.nn.functional.scaled_dot_product_attention`)";
+
+/// apex's compiled CUDA kernels (and the apex modules built on them), each a module path or a
+/// prefix of one (`apex.optimizers` covers `apex.optimizers.FusedAdam`), with what to use
+/// instead: none of them has an SDAA build.
+const APEX_KERNELS: &[(&str, &str)] = &[
+    ("amp_C", FOREACH),
+    ("apex.amp_C", FOREACH),
+    ("apex.multi_tensor_apply", FOREACH),
+    (
+        "apex_C",
+        "`torch._utils._flatten_dense_tensors` / `_unflatten_dense_tensors`",
+    ),
+    ("apex.optimizers", TORCH_OPTIM),
+    ("fused_adam_cuda", TORCH_OPTIM),
+    ("fused_lamb_cuda", TORCH_OPTIM),
+    ("distributed_adam_cuda", TORCH_OPTIM),
+    ("distributed_lamb_cuda", TORCH_OPTIM),
+    ("apex.normalization", TORCH_NORM),
+    ("fused_layer_norm_cuda", TORCH_NORM),
+    ("fast_layer_norm", TORCH_NORM),
+    ("syncbn", TORCH_SYNCBN),
+    ("bnp", TORCH_SYNCBN),
+    ("apex.fused_dense", "`torch.nn.Linear` (and the activation)"),
+    ("fused_dense_cuda", "`torch.nn.Linear` (and the activation)"),
+    ("apex.mlp", "`torch.nn.Linear` layers"),
+    ("mlp_cuda", "`torch.nn.Linear` layers"),
+    (
+        "xentropy_cuda",
+        "`torch.nn.CrossEntropyLoss(label_smoothing=...)`",
+    ),
+    ("scaled_masked_softmax_cuda", TORCH_SOFTMAX),
+    ("scaled_upper_triang_masked_softmax_cuda", TORCH_SOFTMAX),
+    ("scaled_softmax_cuda", TORCH_SOFTMAX),
+    ("generic_scaled_masked_softmax_cuda", TORCH_SOFTMAX),
+    (
+        "fmhalib",
+        "`torch.nn.functional.scaled_dot_product_attention`",
+    ),
+    ("fast_multihead_attn", "`torch.nn.MultiheadAttention`"),
+    ("apex.contrib", "a torch op, or a port of the kernel"),
+];
+
+/// What to use instead of the apex kernel module `module` (a dotted path), if it is one. In a
+/// file that uses apex, any `*_cuda` / `fused_*` module counts too: apex and Megatron name
+/// their compiled extensions that way.
+fn apex_kernel(module: &str, apex_file: bool) -> Option<&'static str> {
+    let known = APEX_KERNELS.iter().find(|(name, _)| {
+        module == *name
+            || module
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('.'))
+    });
+    if let Some((_, instead)) = known {
+        return Some(instead);
+    }
+    let top = module.split('.').next().unwrap_or(module);
+    (apex_file && (top.ends_with("_cuda") || top.starts_with("fused_")))
+        .then_some("a torch op, or a port of the kernel")
+}
+
 /// apex DistributedDataParallel keyword arguments torch's DDP does not take.
 const APEX_DDP_ONLY_KWARGS: &[&str] = &[
     "delay_allreduce",
@@ -201,11 +316,10 @@ const APEX_DDP_ONLY_KWARGS: &[&str] = &[
 
 struct Patterns {
     prefilter: Regex,
+    shell_prefilter: Regex,
     cuda_method: Regex,
     is_cuda: Regex,
     torch_cuda: Regex,
-    device_string: Regex,
-    nccl: Regex,
     backend_nccl: Regex,
     visible: Regex,
     cudnn: Regex,
@@ -217,10 +331,20 @@ struct Patterns {
     nvidia_smi: Regex,
     dali: Regex,
     nccl_env: Regex,
+    nccl_env_value: Regex,
+    visible_value: Regex,
+    nvidia_smi_value: Regex,
+    cu_source_value: Regex,
+    cpp_ext_build: Regex,
+    device_value: Regex,
+    accelerator_unsupported: Regex,
+    apex_kernel_attr: Regex,
+    apex_ddp_kwarg: Regex,
     torch_import: Regex,
     module_torch: Regex,
     sdaa_import: Regex,
     uses_device: Regex,
+    uses_device_value: Regex,
     apex_ddp_import: Regex,
     apex_ddp_attr: Regex,
     apex_amp_import: Regex,
@@ -236,29 +360,55 @@ fn patterns() -> &'static Patterns {
     P.get_or_init(|| {
         let re = |s: &str| Regex::new(s).expect("built-in migration pattern");
         Patterns {
+            // A superset of what any Python rule looks at: lines without it are passed over.
             prefilter: re(
-                r"cuda|CUDA|nccl|NCCL|apex|cupy|triton|cudnn|cpp_extension|nvidia|nvml|\.cuh?\b",
+                r"cuda|CUDA|nccl|NCCL|apex|amp_C|cupy|triton|cudnn|cpp_extension|nvidia|nvml|accelerator|\.cuh?\b",
             ),
+            shell_prefilter: re(r"CUDA_VISIBLE_DEVICES|--device|NCCL_|nvidia-smi"),
             cuda_method: re(r"\.cuda\("),
             is_cuda: re(r"\.is_cuda\b"),
             torch_cuda: re(r"\btorch\.cuda\b(?:\.(\w+))?"),
-            device_string: re(r#"(['"])cuda(:[^'"\n]*)?(['"])"#),
-            nccl: re(r#"(['"])nccl(['"])"#),
             backend_nccl: re(r"\b(?:[A-Za-z_]\w*\.)*Backend\.NCCL\b"),
             visible: re(r"\bCUDA_VISIBLE_DEVICES\b"),
             cudnn: re(r"\b(?:torch\.backends\.)?cudnn\.(\w+)"),
             backends_cuda: re(r"\btorch\.backends\.cuda\b(?:\.(\w+(?:\.\w+)?))?"),
-            cpp_ext: re(r"\bCUDAExtension\b|\bcpp_extension\b.*\.cu\b|\bload\(.*\.cu['\x22]"),
+            cpp_ext: re(r"\bCUDAExtension\b"),
+            // Code that builds sources: a `.cu` string on its line is compiled for CUDA.
+            cpp_ext_build: re(r"\bcpp_extension\b|\bload(?:_inline)?\s*\(|\bsources\s*="),
             cupy: re(r"^\s*(?:import|from)\s+cupy\b|\bcupy\.\w"),
             triton: re(r"^\s*(?:import|from)\s+triton\b|@triton\.(?:jit|autotune)"),
             nvml: re(r"^\s*(?:import|from)\s+(?:pynvml|py3nvml|nvidia_smi)\b|\bpynvml\.\w"),
             nvidia_smi: re(r"\bnvidia-smi\b"),
             dali: re(r"\bnvidia\.dali\b"),
             nccl_env: re(r"\bNCCL_[A-Z0-9_]+\b"),
+            // In a string: the variable's name as a whole value (`os.environ["NCCL_DEBUG"]`) or
+            // assigned in a command (`"NCCL_DEBUG=INFO torchrun ..."`); mentioned in prose, not.
+            nccl_env_value: re(r"^NCCL_[A-Z0-9_]+$|\bNCCL_[A-Z0-9_]+="),
+            visible_value: re(r"^CUDA_VISIBLE_DEVICES$|\bCUDA_VISIBLE_DEVICES="),
+            // A command: the string starts with it (or a path to it), or runs it after `&&`,
+            // `||` or in `$(…)`; named in a sentence, it is prose.
+            nvidia_smi_value: re(r"(?:^|&&|\|\||\$\()\s*(?:[\w./-]*/)?nvidia-smi\b"),
+            cu_source_value: re(r"\.cuh?$"),
+            device_value: re(r"^cuda(?::[^'\x22\n]*)?$"),
+            accelerator_unsupported: re(
+                r"\btorch\.accelerator\.(memory_allocated|max_memory_allocated|memory_reserved|max_memory_reserved|memory_stats|empty_cache|reset_peak_memory_stats|reset_accumulated_memory_stats|get_memory_info|get_device_capability)\b",
+            ),
+            apex_ddp_kwarg: re(&format!(
+                r"\b({})\s*=(?:[^=]|$)",
+                APEX_DDP_ONLY_KWARGS.join("|")
+            )),
+            apex_kernel_attr: re(
+                r"\bapex\.(?:multi_tensor_apply|optimizers|normalization|contrib|fused_dense|mlp)\b",
+            ),
             torch_import: re(r"^(\s*)(?:import\s+torch\b|from\s+torch(?:\.\w+)*\s+import\b)"),
             module_torch: re(r"^import\s+torch(?:\.\w+)*\s*(?:#.*)?$"),
-            sdaa_import: re(r"(?m)^\s*import\s+torch_sdaa\b"),
-            uses_device: re(r#"\.sdaa\(|\.is_sdaa\b|\btorch\.sdaa\b|['"]sdaa[:'"]|['"]tccl['"]"#),
+            sdaa_import: re(r"(?m)^[ \t]*(?:import[ \t]+torch_sdaa\b|from[ \t]+torch_sdaa[ \t.])"),
+            // In code. `torch.accelerator` picks the device torch_sdaa registers, so a module
+            // using it needs the import even when nothing was rewritten.
+            uses_device: re(
+                r"(?m)\.sdaa\(|\.is_sdaa\b|\btorch\.(?:sdaa|accelerator)\b|^[ \t]*from[ \t]+torch[ \t]+import\b[^\n]*\baccelerator\b",
+            ),
+            uses_device_value: re(r"^(?:sdaa(?::[^'\x22\n]*)?|tccl)$"),
             apex_ddp_import: re(
                 r"^(\s*)from\s+apex\.parallel\s+import\s+DistributedDataParallel((?:\s+as\s+\w+)?)(\s*(?:#.*)?)$",
             ),
@@ -310,12 +460,14 @@ pub fn migrate_text(text: &str, kind: FileKind) -> FileOutcome {
 }
 
 /// Shell launch scripts: the visible-devices variable and `--device cuda` arguments rewritten;
-/// `NCCL_*` variables and `nvidia-smi` reported.
+/// `NCCL_*` variables and `nvidia-smi` reported. Comment lines are prose: neither.
 fn migrate_shell(text: &str) -> FileOutcome {
     let p = patterns();
     let mut out = FileOutcome::default();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with('#') {
+    let mut new = String::with_capacity(text.len());
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if line.trim_start().starts_with('#') || !p.shell_prefilter.is_match(line) {
+            new.push_str(line);
             continue;
         }
         report_nccl_env(line, i + 1, &mut out);
@@ -326,13 +478,14 @@ fn migrate_shell(text: &str) -> FileOutcome {
                 "nvidia-smi queries NVIDIA GPUs and has no SDAA equivalent here; port by hand",
             );
         }
+        let n = p.visible.find_iter(line).count();
+        out.rewrote("visible-devices", n);
+        let line = p.visible.replace_all(line, "SDAA_VISIBLE_DEVICES");
+        let n = p.shell_device.find_iter(&line).count();
+        out.rewrote("device-string", n);
+        new.push_str(&p.shell_device.replace_all(&line, "${1}sdaa"));
     }
-    let n = p.visible.find_iter(text).count();
-    out.rewrote("visible-devices", n);
-    let text = p.visible.replace_all(text, "SDAA_VISIBLE_DEVICES");
-    let n = p.shell_device.find_iter(&text).count();
-    out.rewrote("device-string", n);
-    out.text = p.shell_device.replace_all(&text, "${1}sdaa").into_owned();
+    out.text = new;
     out
 }
 

@@ -1,10 +1,18 @@
 //! The Python file transform: each line's rewrites, apex amp → torch.sdaa.amp (all or nothing
 //! per file), and the `torch_sdaa` import the rewritten file needs.
+//!
+//! Code rules run over the lexer's code view (strings and comments blanked), so prose — a help
+//! text, a docstring, a comment, an error message naming apex — is neither rewritten nor
+//! reported. String literals are looked at by value, and only for data a rule knows (a device,
+//! a backend, an environment variable, a command, a `.cu` source); docstrings never.
 
-use regex::Captures;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Range;
+
+use regex::{Captures, Regex};
 
 use super::{
-    patterns, report_nccl_env, FileOutcome, Note, APEX_DDP_ONLY_KWARGS, TORCH_CUDA_UNSUPPORTED,
+    apex_kernel, patterns, FileOutcome, Note, ACCELERATOR_UNSUPPORTED, TORCH_CUDA_UNSUPPORTED,
 };
 use crate::pysrc;
 
@@ -19,7 +27,6 @@ pub(super) fn migrate_python(text: &str) -> FileOutcome {
         out.text = text.to_string();
         return out;
     }
-    let lexed = pysrc::lex(text);
     // Lines with their original 1-based numbers; rewrites may replace one line by several
     // (each entry stays one physical line, so a re-lex lines up with the entries).
     let mut lines: Vec<(usize, String)> = text
@@ -27,143 +34,359 @@ pub(super) fn migrate_python(text: &str) -> FileOutcome {
         .enumerate()
         .map(|(i, l)| (i + 1, l.to_string()))
         .collect();
-    let has_apex_amp = lines
-        .iter()
-        .any(|(no, l)| lexed.statement(*no) && p.apex_amp_any.is_match(l));
-    if has_apex_amp {
-        lines = migrate_apex_amp(lines, &lexed, &mut out);
-    }
     if text.contains("apex") {
-        // apex DDP options sit on lines the prefilter does not look at.
-        for (no, line) in &lines {
-            if lexed.lines.get(no - 1).is_some_and(|l| l.in_string) {
-                continue;
-            }
-            for kw in APEX_DDP_ONLY_KWARGS {
-                if strip_comment(line).contains(&format!("{kw}=")) {
-                    out.note(
-                        *no,
-                        "apex-ddp",
-                        format!("`{kw}=` is an apex DDP option torch's DistributedDataParallel does not take; remove it"),
-                    );
-                }
-            }
+        let lexed = pysrc::lex(text);
+        let has_apex_amp = lines
+            .iter()
+            .any(|(no, l)| lexed.statement(*no) && p.apex_amp_any.is_match(l));
+        if has_apex_amp {
+            lines = migrate_apex_amp(lines, &lexed, &mut out);
         }
     }
-    let after_apex = pysrc::lex(&join(&lines));
+    let joined = join(&lines);
+    let after = pysrc::lex_without_names(&joined);
     let module_torch = lines
         .iter()
         .enumerate()
-        .any(|(i, (_, l))| after_apex.statement(i + 1) && p.module_torch.is_match(l.trim_end()));
+        .any(|(i, (_, l))| after.statement(i + 1) && p.module_torch.is_match(l.trim_end()));
+    let file = FileFacts {
+        module_torch,
+        apex: p.apex_any.is_match(&after.code),
+    };
+    let mut hits = string_hits(&joined, &after).into_iter().peekable();
+    drop(joined);
     for (i, (no, line)) in lines.iter_mut().enumerate() {
-        if !p.prefilter.is_match(line) {
+        let mut mine = Vec::new();
+        while let Some((_, hit)) = hits.next_if(|(l, _)| *l == i) {
+            mine.push(hit);
+        }
+        let code = after.code_line(i);
+        if mine.is_empty() && !p.prefilter.is_match(code) && !(file.apex && code.contains('=')) {
             continue;
         }
-        let info = after_apex.lines.get(i).copied().unwrap_or_default();
-        migrate_line(line, *no, info, module_torch, &mut out);
+        let mut code = code.to_string();
+        let info = after.lines.get(i).copied().unwrap_or_default();
+        migrate_line(line, &mut code, *no, info, file, mine, &mut out);
     }
-    let mut text = join(&lines);
-    if p.uses_device.is_match(&text) && !p.sdaa_import.is_match(&text) {
-        match insert_sdaa_import(&text) {
-            Some(new) => {
-                text = new;
-                out.rewrote("import-torch-sdaa", 1);
-            }
-            None => out.note(
+    drop(after);
+
+    let text = join(&lines);
+    let fin = pysrc::lex_without_names(&text);
+    let uses_device = p.uses_device.is_match(&fin.code)
+        || fin.strings.iter().any(|s| {
+            !s.docstring
+                && !s.bytes
+                && text
+                    .get(s.value.clone())
+                    .is_some_and(|v| p.uses_device_value.is_match(v))
+        });
+    if uses_device && !p.sdaa_import.is_match(&fin.code) {
+        if insert_sdaa_import(&mut lines, &fin) {
+            out.rewrote("import-torch-sdaa", 1);
+        } else {
+            out.note(
                 1,
                 "import-torch-sdaa",
                 "uses the SDAA device but never imports torch; add `import torch_sdaa` by hand",
-            ),
+            );
         }
     }
     // One apex-manual note per line: a refused apex amp conversion already explains its lines.
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = BTreeSet::new();
     out.notes
         .retain(|n| n.rule != "apex-manual" || seen.insert(n.line));
-    out.text = text;
+    out.text = join(&lines);
+    out.origin = lines.iter().map(|(no, _)| *no).collect();
     out
 }
 
-/// Applies the single-line rules to one line (comments and strings included: they describe the
-/// code), and reports what needs a person (code only).
+/// What the line rules need to know about the whole file.
+#[derive(Clone, Copy)]
+struct FileFacts {
+    /// A module-level `import torch` binds `torch`.
+    module_torch: bool,
+    /// The code uses apex somewhere.
+    apex: bool,
+}
+
+/// What a string literal's value asks of its line.
+enum Hit {
+    /// Replace bytes `range` of the line (same length: `cuda` → `sdaa`, …).
+    Edit {
+        range: Range<usize>,
+        with: &'static str,
+        rule: &'static str,
+    },
+    /// An `NCCL_*` variable named as data.
+    NcclEnv(String),
+    /// `nvidia-smi` run as a command.
+    NvidiaSmi,
+    /// A `.cu` source in a file that builds torch extensions.
+    CudaSource,
+}
+
+/// The string rules: for each literal that is data (not a docstring, not bytes), what its value
+/// asks of the line it is on, as `(0-based line, hit)` in line order.
+fn string_hits(text: &str, lexed: &pysrc::Lexed) -> Vec<(usize, Hit)> {
+    let p = patterns();
+    let builds = p.cpp_ext_build.is_match(&lexed.code);
+    let mut hits = Vec::new();
+    let at = |hits: &mut Vec<(usize, Hit)>, abs: usize, make: &dyn Fn(usize) -> Hit| {
+        let line = lexed.line_of(abs);
+        let start = lexed.line_starts.get(line).copied().unwrap_or(0);
+        hits.push((line, make(abs - start)));
+    };
+    for s in &lexed.strings {
+        if s.docstring || s.bytes {
+            continue;
+        }
+        let Some(value) = text.get(s.value.clone()) else {
+            continue;
+        };
+        let base = s.value.start;
+        if p.device_value.is_match(value) {
+            at(&mut hits, base, &|r| Hit::Edit {
+                range: r..r + 4,
+                with: "sdaa",
+                rule: "device-string",
+            });
+        } else if value == "nccl" {
+            at(&mut hits, base, &|r| Hit::Edit {
+                range: r..r + 4,
+                with: "tccl",
+                rule: "ddp-backend",
+            });
+        }
+        for m in p.visible_value.find_iter(value) {
+            at(&mut hits, base + m.start(), &|r| Hit::Edit {
+                range: r..r + "CUDA_VISIBLE_DEVICES".len(),
+                with: "SDAA_VISIBLE_DEVICES",
+                rule: "visible-devices",
+            });
+        }
+        for m in p.nccl_env_value.find_iter(value) {
+            let name = m.as_str().trim_end_matches('=').to_string();
+            at(&mut hits, base + m.start(), &|_| Hit::NcclEnv(name.clone()));
+        }
+        if let Some(m) = p.nvidia_smi_value.find(value) {
+            at(&mut hits, base + m.start(), &|_| Hit::NvidiaSmi);
+        }
+        if builds && p.cu_source_value.is_match(value) {
+            at(&mut hits, base, &|_| Hit::CudaSource);
+        }
+    }
+    // Literals come in order; hits inside one multi-line literal stay in order too.
+    hits.sort_by_key(|(line, _)| *line);
+    hits
+}
+
+/// Replaces each match of `re` in the code view `code` — and the same bytes of `line`, which
+/// it mirrors — by what `with` returns for it (`None`: left as is). Returns how many.
+fn replace_code(
+    line: &mut String,
+    code: &mut String,
+    re: &Regex,
+    mut with: impl FnMut(&Captures) -> Option<String>,
+) -> usize {
+    let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+    for c in re.captures_iter(code) {
+        let Some(m) = c.get(0) else { continue };
+        if !(line.is_char_boundary(m.start()) && line.is_char_boundary(m.end())) {
+            continue;
+        }
+        if let Some(new) = with(&c) {
+            edits.push((m.range(), new));
+        }
+    }
+    for (range, new) in edits.iter().rev() {
+        line.replace_range(range.clone(), new);
+        code.replace_range(range.clone(), new);
+    }
+    edits.len()
+}
+
+/// The modules an import statement (its code view) imports: `import a.b as c, d` → `a.b`, `d`;
+/// `from x import y, z` → `x`, `x.y`, `x.z`.
+fn imported_modules(code: &str) -> Vec<String> {
+    let code = code.trim();
+    let clean = |name: &str| {
+        name.split_whitespace()
+            .next()
+            .unwrap_or("")
+            .trim_matches(|c| c == '(' || c == ')' || c == '\\')
+            .to_string()
+    };
+    if let Some(rest) = code.strip_prefix("import ") {
+        return rest
+            .split(',')
+            .map(clean)
+            .filter(|m| !m.is_empty())
+            .collect();
+    }
+    let Some(rest) = code.strip_prefix("from ") else {
+        return Vec::new();
+    };
+    let Some((module, names)) = rest.split_once(" import ") else {
+        return Vec::new();
+    };
+    let module = module.trim();
+    let mut out = vec![module.to_string()];
+    for name in names.split(',').map(clean).filter(|n| !n.is_empty()) {
+        out.push(format!("{module}.{name}"));
+    }
+    out
+}
+
+/// Applies the single-line rules to one line: `code` is its code view (see
+/// [`pysrc::Lexed::code`]), `hits` what its string literals ask. Code rules match the code
+/// view only, and reports name the line as written.
 fn migrate_line(
     line: &mut String,
+    code: &mut String,
     no: usize,
     info: pysrc::LineInfo,
-    module_torch: bool,
+    file: FileFacts,
+    hits: Vec<Hit>,
     out: &mut FileOutcome,
 ) {
     let p = patterns();
-    let code = strip_comment(line);
+    let shown = strip_comment(line).trim().to_string();
 
-    // Reports first: they look at the original spelling. Docstrings (a statement that is only a
-    // string, or its continuation) are prose, not code.
-    let trimmed = code.trim_start();
-    let prose = info.in_string
-        || (info.statement()
-            && (trimmed.starts_with(['"', '\''])
-                || trimmed.find(['"', '\'']).is_some_and(|q| {
-                    q <= 2 && trimmed[..q].chars().all(|c| "rRbBuUfF".contains(c))
-                })));
-    if !prose {
-        for cap in p.cudnn.captures_iter(code) {
-            out.note(
-                no,
-                "cudnn-flag",
-                format!(
-                    "cudnn.{} kept: cuDNN flags have no effect on SDAA (TecoDNN)",
-                    &cap[1]
-                ),
-            );
-        }
-        for cap in p.backends_cuda.captures_iter(code) {
-            let what = cap.get(1).map_or("torch.backends.cuda".to_string(), |m| {
-                format!("torch.backends.cuda.{}", m.as_str())
-            });
-            out.note(
-                no,
-                "torch-backends-cuda",
-                format!("{what} is a CUDA-only setting with no SDAA equivalent; kept as is (no effect on SDAA)"),
-            );
-        }
-        if p.cpp_ext.is_match(code) {
-            out.note(
-                no,
-                "cpp-extension-cuda",
-                format!("CUDA extension build: {}", code.trim()),
-            );
-        }
-        if p.cupy.is_match(code) {
-            out.note(no, "cupy", format!("cupy: {}", code.trim()));
-        }
-        if p.triton.is_match(code) {
-            out.note(no, "triton", format!("triton: {}", code.trim()));
-        }
-        if p.nvml.is_match(code) {
-            out.note(
+    // String values first; their edits keep the length, so later offsets still hold.
+    let mut nccl: Vec<String> = Vec::new();
+    let mut cu_source = false;
+    for hit in hits {
+        match hit {
+            Hit::Edit { range, with, rule } => {
+                if line.get(range.clone()).is_some() && code.get(range.clone()).is_some() {
+                    line.replace_range(range.clone(), with);
+                    code.replace_range(range, &" ".repeat(with.len()));
+                    out.rewrote(rule, 1);
+                }
+            }
+            Hit::NcclEnv(name) => nccl.push(name),
+            Hit::NvidiaSmi => out.note(
                 no,
                 "nvidia-only",
-                format!("NVML (pynvml) queries NVIDIA GPUs and has no SDAA equivalent; port by hand: {}", code.trim()),
-            );
+                format!("nvidia-smi queries NVIDIA GPUs and has no SDAA equivalent; port by hand: {shown}"),
+            ),
+            Hit::CudaSource => cu_source = true,
         }
-        if p.nvidia_smi.is_match(code) {
+    }
+
+    // Reports: they look at the original spelling, in code.
+    for cap in p.cudnn.captures_iter(code) {
+        out.note(
+            no,
+            "cudnn-flag",
+            format!(
+                "cudnn.{} kept: cuDNN flags have no effect on SDAA (TecoDNN)",
+                &cap[1]
+            ),
+        );
+    }
+    for cap in p.backends_cuda.captures_iter(code) {
+        let what = cap.get(1).map_or("torch.backends.cuda".to_string(), |m| {
+            format!("torch.backends.cuda.{}", m.as_str())
+        });
+        out.note(
+            no,
+            "torch-backends-cuda",
+            format!("{what} is a CUDA-only setting with no SDAA equivalent; kept as is (no effect on SDAA)"),
+        );
+    }
+    if cu_source || p.cpp_ext.is_match(code) {
+        out.note(
+            no,
+            "cpp-extension-cuda",
+            format!("CUDA extension build: {shown}"),
+        );
+    }
+    if p.cupy.is_match(code) {
+        out.note(no, "cupy", format!("cupy: {shown}"));
+    }
+    if p.triton.is_match(code) {
+        out.note(no, "triton", format!("triton: {shown}"));
+    }
+    if p.nvml.is_match(code) {
+        out.note(
+            no,
+            "nvidia-only",
+            format!("NVML (pynvml) queries NVIDIA GPUs and has no SDAA equivalent; port by hand: {shown}"),
+        );
+    }
+    if p.dali.is_match(code) {
+        out.note(
+            no,
+            "nvidia-only",
+            format!("NVIDIA DALI runs its pipeline on NVIDIA GPUs only; replace it (e.g. a torch DataLoader): {shown}"),
+        );
+    }
+    nccl.extend(p.nccl_env.find_iter(code).map(|m| m.as_str().to_string()));
+    let mut seen = BTreeSet::new();
+    for name in nccl {
+        if seen.insert(name.clone()) {
             out.note(
                 no,
-                "nvidia-only",
-                format!(
-                    "nvidia-smi queries NVIDIA GPUs and has no SDAA equivalent; port by hand: {}",
-                    code.trim()
-                ),
+                "nccl-env",
+                format!("{name} is an NCCL setting; TCCL does not read NCCL_* variables: find the TCCL equivalent or drop it"),
             );
         }
-        if p.dali.is_match(code) {
+    }
+    for cap in p.accelerator_unsupported.captures_iter(code) {
+        let call = &cap[1];
+        let instead = ACCELERATOR_UNSUPPORTED
+            .iter()
+            .find(|(name, _)| *name == call)
+            .and_then(|(_, instead)| *instead);
+        out.note(
+            no,
+            "torch-accelerator",
+            match instead {
+                Some(sdaa) => format!("torch.accelerator.{call}() fails on sdaa: torch_sdaa's allocator is not a c10 DeviceAllocator (\"Allocator for sdaa is not a DeviceAllocator\"); call {sdaa} instead"),
+                None => format!("torch.accelerator.{call}() fails on sdaa (\"Backend doesn't support getting device capabilities\"); decide the supported dtypes by hand"),
+            },
+        );
+    }
+
+    // apex's compiled kernels: each import (and `apex.<kernel module>` use) names what to use.
+    let mut kernels: Vec<(String, &'static str)> = Vec::new();
+    if info.statement() {
+        for module in imported_modules(code) {
+            if let Some(instead) = apex_kernel(&module, file.apex) {
+                kernels.push((module, instead));
+            }
+        }
+    }
+    for m in p.apex_kernel_attr.find_iter(code) {
+        if let Some(instead) = apex_kernel(m.as_str(), true) {
+            kernels.push((m.as_str().to_string(), instead));
+        }
+    }
+    // `from apex.optimizers import FusedAdam` names the module and the class: one finding.
+    let mut kernel_noted = false;
+    let mut named: Vec<&str> = Vec::new();
+    for (module, instead) in &kernels {
+        if named.contains(instead) {
+            continue;
+        }
+        named.push(instead);
+        kernel_noted = true;
+        out.note(
+            no,
+            "apex-kernels",
+            format!("`{module}` is apex's compiled CUDA code, which has no SDAA build; use {instead} instead: {shown}"),
+        );
+    }
+
+    if file.apex {
+        for cap in p.apex_ddp_kwarg.captures_iter(code) {
             out.note(
                 no,
-                "nvidia-only",
-                format!("NVIDIA DALI runs its pipeline on NVIDIA GPUs only; replace it (e.g. a torch DataLoader): {}", code.trim()),
+                "apex-ddp",
+                format!("`{}=` is an apex DDP option torch's DistributedDataParallel does not take; remove it", &cap[1]),
             );
         }
-        report_nccl_env(code, no, out);
     }
 
     // apex DDP: only a plain `from apex.parallel import DistributedDataParallel [as X]`
@@ -181,19 +404,19 @@ fn migrate_line(
                 line_ending(line)
             );
             *line = new;
+            let kept = strip_comment(line).len();
+            *code = format!("{}{}", &line[..kept], " ".repeat(line.len() - kept));
             out.rewrote("apex-ddp", 1);
         }
     }
     // `apex.parallel.DistributedDataParallel` → torch's: only where the module binds `torch`.
-    let n = p.apex_ddp_attr.find_iter(line).count();
-    if n > 0 && module_torch {
-        *line = p
-            .apex_ddp_attr
-            .replace_all(line, "torch.nn.parallel.DistributedDataParallel")
-            .into_owned();
+    if file.module_torch {
+        let n = replace_code(line, code, &p.apex_ddp_attr, |_| {
+            Some("torch.nn.parallel.DistributedDataParallel".into())
+        });
         out.rewrote("apex-ddp", n);
     }
-    if !prose && p.apex_any.is_match(strip_comment(line)) {
+    if !kernel_noted && p.apex_any.is_match(code) {
         out.note(
             no,
             "apex-manual",
@@ -201,112 +424,38 @@ fn migrate_line(
         );
     }
 
-    // `.cuda(`
-    let n = p.cuda_method.find_iter(line).count();
-    if n > 0 {
-        *line = p.cuda_method.replace_all(line, ".sdaa(").into_owned();
-        out.rewrote("cuda-method", n);
-    }
-    // `.is_cuda`
-    let n = p.is_cuda.find_iter(line).count();
-    if n > 0 {
-        *line = p.is_cuda.replace_all(line, ".is_sdaa").into_owned();
-        out.rewrote("is-cuda", n);
-    }
+    let n = replace_code(line, code, &p.cuda_method, |_| Some(".sdaa(".into()));
+    out.rewrote("cuda-method", n);
+    let n = replace_code(line, code, &p.is_cuda, |_| Some(".is_sdaa".into()));
+    out.rewrote("is-cuda", n);
 
     // `torch.cuda[.attr]`
-    if p.torch_cuda.is_match(line) {
-        let mut rewrites = 0;
-        let mut unsupported = Vec::new();
-        let new = p.torch_cuda.replace_all(line, |c: &Captures| {
-            let attr = c.get(1).map(|m| m.as_str());
-            match attr {
-                Some(a) if TORCH_CUDA_UNSUPPORTED.contains(&a) => {
-                    unsupported.push(a.to_string());
-                    c[0].to_string()
-                }
-                Some(a) => {
-                    rewrites += 1;
-                    format!("torch.sdaa.{a}")
-                }
-                None => {
-                    rewrites += 1;
-                    "torch.sdaa".to_string()
-                }
-            }
-        });
-        *line = new.into_owned();
-        out.rewrote("torch-cuda", rewrites);
-        for a in unsupported {
-            out.note(
-                no,
-                "torch-cuda-unsupported",
-                format!("torch.cuda.{a} has no SDAA equivalent; kept as is"),
-            );
+    let mut unsupported = Vec::new();
+    let n = replace_code(line, code, &p.torch_cuda, |c| match c.get(1) {
+        Some(a) if TORCH_CUDA_UNSUPPORTED.contains(&a.as_str()) => {
+            unsupported.push(a.as_str().to_string());
+            None
         }
-    }
-
-    // Device strings.
-    let mut n = 0;
-    let new = p.device_string.replace_all(line, |c: &Captures| {
-        if c[1] == c[3] {
-            n += 1;
-            format!(
-                "{}sdaa{}{}",
-                &c[1],
-                c.get(2).map_or("", |m| m.as_str()),
-                &c[3]
-            )
-        } else {
-            c[0].to_string()
-        }
+        Some(a) => Some(format!("torch.sdaa.{}", a.as_str())),
+        None => Some("torch.sdaa".into()),
     });
-    if n > 0 {
-        *line = new.into_owned();
-        out.rewrote("device-string", n);
+    out.rewrote("torch-cuda", n);
+    for a in unsupported {
+        out.note(
+            no,
+            "torch-cuda-unsupported",
+            format!("torch.cuda.{a} has no SDAA equivalent; kept as is"),
+        );
     }
 
-    // DDP backend.
-    let mut n = 0;
-    let new = p.nccl.replace_all(line, |c: &Captures| {
-        if c[1] == c[2] {
-            n += 1;
-            format!("{}tccl{}", &c[1], &c[2])
-        } else {
-            c[0].to_string()
-        }
+    // `dist.Backend.NCCL` → `'tccl'`.
+    let n = replace_code(line, code, &p.backend_nccl, |_| Some("'tccl'".into()));
+    out.rewrote("ddp-backend", n);
+    // `CUDA_VISIBLE_DEVICES` as a name in code (`env=dict(CUDA_VISIBLE_DEVICES="0")`).
+    let n = replace_code(line, code, &p.visible, |_| {
+        Some("SDAA_VISIBLE_DEVICES".into())
     });
-    if n > 0 {
-        *line = new.into_owned();
-        out.rewrote("ddp-backend", n);
-    }
-    // `dist.Backend.NCCL` → `'tccl'`, in code only (a quote inserted into a string breaks it).
-    if !info.in_string && p.backend_nccl.is_match(line) {
-        let mut n = 0;
-        let current = line.clone();
-        let new = p.backend_nccl.replace_all(&current, |c: &Captures| {
-            let m = c.get(0).expect("whole match");
-            if pysrc::in_code(&current, m.start()) {
-                n += 1;
-                "'tccl'".to_string()
-            } else {
-                m.as_str().to_string()
-            }
-        });
-        if n > 0 {
-            *line = new.into_owned();
-            out.rewrote("ddp-backend", n);
-        }
-    }
-
-    let n = p.visible.find_iter(line).count();
-    if n > 0 {
-        *line = p
-            .visible
-            .replace_all(line, "SDAA_VISIBLE_DEVICES")
-            .into_owned();
-        out.rewrote("visible-devices", n);
-    }
+    out.rewrote("visible-devices", n);
 }
 
 /// apex amp → torch.sdaa.amp (see the `apex-amp` rule), all or nothing per file: when any
@@ -324,7 +473,7 @@ fn migrate_apex_amp(
             done.lines
         }
         Err(reason) => {
-            let imports: Vec<usize> = lines
+            let imports: BTreeSet<usize> = lines
                 .iter()
                 .filter(|(no, l)| lexed.statement(*no) && p.apex_amp_any.is_match(l))
                 .map(|(no, _)| *no)
@@ -396,9 +545,10 @@ fn convert_apex_amp(
     let mut defs: Vec<usize> = Vec::new();
     let mut uses: Vec<usize> = Vec::new();
     let mut pairs: Vec<(usize, usize, String)> = Vec::new();
-    let mut removed: Vec<String> = Vec::new();
-    // Optimizers whose next `.step()` must go through the scaler: (optimizer, index of the with).
-    let mut pending: Vec<(String, usize)> = Vec::new();
+    let mut removed: BTreeSet<String> = BTreeSet::new();
+    // Optimizers whose next `.step()` must go through the scaler: optimizer → indices of the
+    // `with` lines waiting for it, oldest first.
+    let mut pending: BTreeMap<String, VecDeque<usize>> = BTreeMap::new();
     let mut i = 0;
     while i < lines.len() {
         let (no, line) = &lines[i];
@@ -468,23 +618,23 @@ fn convert_apex_amp(
             let args = body[scaled.len() + ".backward".len()..].to_string();
             let beol = line_ending(&lines[i + 1].1);
             uses.push(done.lines.len());
-            pending.push((opt, done.lines.len()));
+            pending.entry(opt).or_default().push_back(done.lines.len());
             done.lines.push((
                 no,
                 format!("{indent}scaler.scale({loss}).backward{args}{beol}"),
             ));
-            removed.push(scaled);
+            removed.insert(scaled);
             done.rewrites += 1;
             i += 2;
             continue;
         }
         // `opt.step()` after a converted scale_loss.
         let code = strip_comment(line).trim();
-        if let Some(pos) = pending
-            .iter()
-            .position(|(opt, _)| code == format!("{opt}.step()"))
-        {
-            let (opt, with) = pending.remove(pos);
+        let waiting = code
+            .strip_suffix(".step()")
+            .and_then(|opt| Some((opt, pending.get_mut(opt)?.pop_front()?)));
+        if let Some((opt, with)) = waiting {
+            let opt = opt.to_string();
             let indent = leading_ws(line);
             uses.push(done.lines.len());
             pairs.push((with, done.lines.len(), opt.clone()));
@@ -500,7 +650,11 @@ fn convert_apex_amp(
         done.lines.push((no, line.clone()));
         i += 1;
     }
-    if let Some((opt, _)) = pending.first() {
+    let unstepped = pending
+        .iter()
+        .flat_map(|(opt, withs)| withs.iter().map(move |w| (*w, opt)))
+        .min();
+    if let Some((_, opt)) = unstepped {
         return Err(format!(
             "no `{opt}.step()` follows its `amp.scale_loss(..., {opt})` block"
         ));
@@ -528,14 +682,32 @@ fn convert_apex_amp(
             ));
         }
     }
+    // Each use needs a creation that dominates it. One sweep: the blocks the creations open
+    // nest (a creation inside another's block ends no later), so the open ones form a stack.
+    let mut open: Vec<usize> = Vec::new();
+    let mut next_def = defs.iter().peekable();
     for &u in &uses {
-        if !defs.iter().any(|&d| result.dominates(d + 1, u + 1)) {
+        while let Some(&d) = next_def.next_if(|&&d| d < u) {
+            while open.last().is_some_and(|&reach| reach < d + 1) {
+                open.pop();
+            }
+            // Conservative if the blocks ever did not nest: never wider than the enclosing one.
+            let reach = result
+                .reach(d + 1)
+                .min(open.last().copied().unwrap_or(usize::MAX));
+            open.push(reach);
+        }
+        while open.last().is_some_and(|&reach| reach < u + 1) {
+            open.pop();
+        }
+        if open.is_empty() {
             return Err(format!(
                 "the GradScaler `amp.initialize` would become is not created on every path that reaches `{}`",
                 shown(u)
             ));
         }
     }
+    crate::meter::add((defs.len() + uses.len()) as u64);
     for (with, step, opt) in &pairs {
         if !result.dominates(with + 1, step + 1) {
             return Err(format!(
@@ -547,36 +719,33 @@ fn convert_apex_amp(
 }
 
 /// Inserts `import torch_sdaa` after the first torch import statement (after its closing
-/// parenthesis or last continuation line), at that statement's indentation. An `import torch`
-/// inside a docstring or a string is not a statement and is passed over.
-fn insert_sdaa_import(text: &str) -> Option<String> {
+/// parenthesis or last continuation line), at that statement's indentation; `false` when the
+/// module has none. An `import torch` inside a docstring or a string is not a statement and is
+/// passed over.
+fn insert_sdaa_import(lines: &mut Vec<(usize, String)>, lexed: &pysrc::Lexed) -> bool {
     let p = patterns();
-    let lexed = pysrc::lex(text);
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let start = lines
+    let Some(start) = lines
         .iter()
         .enumerate()
-        .position(|(i, l)| lexed.statement(i + 1) && p.torch_import.is_match(l))?;
-    let indent = leading_ws(lines[start]).to_string();
+        .position(|(i, (_, l))| lexed.statement(i + 1) && p.torch_import.is_match(l))
+    else {
+        return false;
+    };
+    let indent = leading_ws(&lines[start].1).to_string();
     let mut end = start;
     while end + 1 < lines.len() && lexed.lines.get(end + 1).is_some_and(|l| l.continued) {
         end += 1;
     }
-    let eol = line_ending(lines[end]);
-    let mut out = String::with_capacity(text.len() + 24);
-    for l in &lines[..=end] {
-        out.push_str(l);
-    }
-    if eol.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(&indent);
-    out.push_str("import torch_sdaa");
-    out.push_str(if eol.is_empty() { "\n" } else { eol });
-    for l in &lines[end + 1..] {
-        out.push_str(l);
-    }
-    Some(out)
+    let eol = match line_ending(&lines[end].1) {
+        "" => {
+            // The file's last line: it needs a newline before the added one.
+            lines[end].1.push('\n');
+            "\n"
+        }
+        eol => eol,
+    };
+    lines.insert(end + 1, (0, format!("{indent}import torch_sdaa{eol}")));
+    true
 }
 
 fn leading_ws(line: &str) -> &str {

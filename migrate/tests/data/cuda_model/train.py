@@ -13,7 +13,7 @@ import torchvision
 
 parser = argparse.ArgumentParser(description="PyTorch ImageNet Training")
 parser.add_argument("--dist-backend", default="nccl", type=str, help="distributed backend")
-parser.add_argument("--device", default='cuda', help="device to train on")
+parser.add_argument("--device", default='cuda', choices=["cpu", "cuda"], help="device to train on")
 parser.add_argument("--amp", action="store_true", help="use torch.cuda.amp")
 
 

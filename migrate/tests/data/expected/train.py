@@ -14,8 +14,8 @@ import torchvision
 
 parser = argparse.ArgumentParser(description="PyTorch ImageNet Training")
 parser.add_argument("--dist-backend", default="tccl", type=str, help="distributed backend")
-parser.add_argument("--device", default='sdaa', help="device to train on")
-parser.add_argument("--amp", action="store_true", help="use torch.sdaa.amp")
+parser.add_argument("--device", default='sdaa', choices=["cpu", "sdaa"], help="device to train on")
+parser.add_argument("--amp", action="store_true", help="use torch.cuda.amp")
 
 
 def setup(args):
