@@ -2,7 +2,8 @@
 # The main job on the embedded default — no download, no dataset: a short ResNet-18 training run
 # on the CPU and the same run on the SDAA *emulator* (no SDAA hardware exists here), then the
 # precision report comparing the two, an op-level diff naming an op the emulator perturbs on
-# purpose, a tiny GPT trained and sampled, the environment report and the layout check.
+# purpose, a CUDA PyTorch script ported and run on the emulator (`modelzoo port`), a tiny GPT
+# trained and sampled, the environment report and the layout check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release
@@ -49,6 +50,9 @@ rc=0
 "$bin/modelzoo" diff --baseline "$out/dumps/cpu" --candidate "$out/dumps/sdaa" \
     --report-dir "$out/diff" || rc=$?
 [[ $rc -eq 1 ]] || { echo "demo: modelzoo diff exited $rc, expected 1 (the perturbed op named)" >&2; exit 1; }
+
+step "modelzoo port: a CUDA PyTorch project migrated, run on the CPU (its CUDA calls mapped) and on the SDAA emulator, compared (report in $out/port/PORT.md)"
+"$bin/modelzoo" port port/tests/data/classic --out "$out/port" -- python train.py --steps 6 --amp
 
 step "run_resnet data parallel: 2 workers (Gloo + c10d Reducer), batch 16 each = global 32, --sync_bn"
 "$bin/run_resnet" --model_name resnet18 --num_classes 10 --image_size 32 --synthetic_samples 512 \

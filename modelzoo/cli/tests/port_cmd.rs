@@ -86,7 +86,13 @@ fn a_cuda_script_with_amp_and_cudnn_ports_and_passes_on_the_emulator() {
     assert!(migrated.contains("import torch_sdaa"), "{migrated}");
     assert!(migrated.contains(".sdaa(non_blocking=True)"), "{migrated}");
     assert!(migrated.contains("torch.sdaa.amp.autocast"), "{migrated}");
-    assert!(!migrated.contains(".cuda("), "{migrated}");
+    // Code, that is: the docstring's prose about `.cuda()` is left as written.
+    let code: Vec<&str> = migrated
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .skip_while(|l| !l.starts_with("import"))
+        .collect();
+    assert!(!code.iter().any(|l| l.contains(".cuda(")), "{migrated}");
     // Both runs went to the end on what they say, with the same steps.
     let (b, c) = (&p.json["baseline"], &p.json["candidate"]);
     assert!(b["device"].as_str().unwrap().starts_with("cpu"), "{b}");

@@ -104,6 +104,8 @@ pub struct Plan {
     pub files: Vec<(PathBuf, String)>,
     /// Files of the scaffold an adopted directory already has, kept as they are.
     pub kept: Vec<PathBuf>,
+    /// What the porter must still do for the PR check (an adopted script without --step, ...).
+    pub notes: Vec<String>,
     /// The model.yaml that gets the entry (created when missing).
     pub model_yaml: PathBuf,
     pub entry: ModelEntry,
@@ -247,13 +249,34 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
             });
         }
     }
+    let declared = declared_flags(&train_text);
+    let mut notes = Vec::new();
+    if python {
+        for (flag, why) in [
+            ("--output_dir", "the model.yaml entry's log is {output_dir}/dllogger.json"),
+            ("--step", "the PR check runs a short --step run"),
+        ] {
+            let alias = if flag == "--step" { "--steps" } else { flag };
+            if !declared.iter().any(|f| f == flag || f == alias) {
+                notes.push(format!(
+                    "{} declares no {flag}: {why}; add it (and tcap_dllogger logging, docs/port.md) before `modelzoo ci`",
+                    train_rel.display()
+                ));
+            }
+        }
+    }
     let entry = match req.kind {
         Kind::Python => ModelEntry {
             name: run.clone(),
             path: model_path,
             framework: Framework::Pytorch,
             category: req.category.clone(),
-            devices: vec!["cpu".into(), "cuda".into(), "sdaa".into()],
+            devices: if declared.iter().any(|f| f == "--device") {
+                vec!["cpu".into(), "cuda".into(), "sdaa".into()]
+            } else {
+                // A ported script without --device runs where its code puts it: sdaa.
+                vec!["sdaa".into()]
+            },
             command: format!(
                 "cd run_scripts && python run_{run}.py --model_name {run} --device {{device}} --step 10 --output_dir {{output_dir}}"
             ),
@@ -281,6 +304,7 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
         kept,
         model_yaml,
         entry,
+        notes,
     })
 }
 

@@ -71,6 +71,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for path in &plan.kept {
         println!("kept {} (already there)", path.display());
     }
+    for note in &plan.notes {
+        println!("note: {note}");
+    }
     println!(
         "{} entry `{}` in {}",
         if args.dry_run { "would add" } else { "added" },
