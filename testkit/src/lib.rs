@@ -1,9 +1,12 @@
 //! What the workspace's integration tests share, one copy: a free TCP port for a
 //! data-parallel job, the SDAA emulator and the venv's Python that `make` sets up, and the
-//! losses a run logged. A dev-dependency only: no `run_<model>` links it.
+//! losses a run logged, and corpus fuzzing of the parsers ([`fuzz`]). A dev-dependency only:
+//! no `run_<model>` links it.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+
+pub mod fuzz;
 
 /// The repository root (this crate lives in `testkit/`).
 pub fn workspace_root() -> PathBuf {
