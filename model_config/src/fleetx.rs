@@ -7,6 +7,12 @@
 //! (the file and line, or the override). A key left empty (`accumulate_steps:`) means "use the
 //! default", as in FleetX's own configs.
 //!
+//! A file may inherit from others with FleetX's `_base_: ./base.yaml` (or a list of paths),
+//! relative to the file: bases are merged depth-first, base first, the file's own keys win;
+//! mappings merge key by key, lists and scalars are replaced. Errors in a key name the file
+//! that set it, base or not. A loop, a chain deeper than [`MAX_BASE_DEPTH`] or a missing base
+//! is an error naming the chain or the file and line that refers to it.
+//!
 //! ```no_run
 //! # fn main() -> Result<(), model_config::fleetx::ConfigError> {
 //! use model_config::fleetx::{self, EngineConfig};
@@ -90,29 +96,61 @@ pub enum ConfigError {
         origin: Origin,
         valid: Vec<String>,
     },
+    /// A `_base_` that cannot be followed: missing, unreadable, not a path, a loop, too deep.
+    /// `path` / `line` are the file that refers to it and the line of its `_base_` key.
+    #[error("{}{}: `_base_`: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Base {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
 }
 
-/// The merged configuration document: the `-c` file with the `-o` overrides applied.
+/// Most `_base_` files a chain may hold below the `-c` file (FleetX's own configs use one).
+pub const MAX_BASE_DEPTH: usize = 8;
+
+/// One file of a configuration: the `-c` file or a `_base_` it inherits from.
+#[derive(Debug, Clone)]
+struct ConfigFile {
+    path: PathBuf,
+    /// The text, kept to recover line numbers for typed-section errors.
+    text: String,
+    /// Its own keys (`_base_` removed), to tell which file set a value.
+    root: Mapping,
+}
+
+/// Where the `-c` file ends: its last line that holds anything, and the top-level section
+/// that line belongs to (for "truncated?" messages).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileEnd {
+    pub path: PathBuf,
+    /// 1-based; 0 for a file with no content.
+    pub line: usize,
+    /// The top-level key the last line lies under (`Model`), if any.
+    pub section: Option<String>,
+}
+
+/// The merged configuration document: the `-c` file over its `_base_` files, with the `-o`
+/// overrides applied.
 #[derive(Debug, Clone)]
 pub struct ConfigTree {
     root: Mapping,
-    file: Option<PathBuf>,
-    /// The file's text, kept to recover line numbers for typed-section errors.
-    file_text: Option<String>,
+    /// The files read, in merge order: bases first, the `-c` file last.
+    files: Vec<ConfigFile>,
     /// Applied overrides: (key path segments, override text as written).
     overrides: Vec<(Vec<String>, String)>,
 }
 
-/// Reads the optional `-c` file and applies the `-o` overrides in order (a later override of
-/// the same key wins). Each override's value is parsed as a YAML scalar or flow value (`100`,
-/// `1e-4`, `true`, `'str'`, `[1, 2]`); an empty value means null (the default).
+/// Reads the optional `-c` file (and the `_base_` files it inherits from) and applies the `-o`
+/// overrides in order (a later override of the same key wins). Each override's value is parsed
+/// as a YAML scalar or flow value (`100`, `1e-4`, `true`, `'str'`, `[1, 2]`); an empty value
+/// means null (the default).
 pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<ConfigTree, ConfigError> {
     let mut tree = match path {
         Some(path) => ConfigTree::from_file(path)?,
         None => ConfigTree {
             root: Mapping::new(),
-            file: None,
-            file_text: None,
+            files: Vec::new(),
             overrides: Vec::new(),
         },
     };
@@ -122,28 +160,163 @@ pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<ConfigTree, Con
     Ok(tree)
 }
 
-impl ConfigTree {
-    /// Parses a config from YAML text; `path` is only used in messages.
-    pub fn from_str(text: &str, path: &Path) -> Result<ConfigTree, ConfigError> {
-        let value: Value = crate::yaml::from_str(text).map_err(|e| ConfigError::Yaml {
+/// The top-level mapping of one file's YAML text (empty for an empty document).
+fn parse_mapping(text: &str, path: &Path) -> Result<Mapping, ConfigError> {
+    let value: Value = crate::yaml::from_str(text).map_err(|e| ConfigError::Yaml {
+        path: path.to_path_buf(),
+        line: e.line(),
+        message: e.message(),
+    })?;
+    match value {
+        Value::Mapping(m) => Ok(m),
+        Value::Null => Ok(Mapping::new()),
+        other => Err(ConfigError::NotAMapping {
             path: path.to_path_buf(),
-            line: e.line(),
-            message: e.message(),
-        })?;
-        let root = match value {
-            Value::Mapping(m) => m,
-            Value::Null => Mapping::new(),
+            found: kind(&other),
+        }),
+    }
+}
+
+/// `over` merged into `into`: mappings key by key (recursively), anything else replaced.
+fn merge(into: &mut Mapping, over: Mapping) {
+    for (key, value) in over {
+        match value {
+            Value::Mapping(m) => match into.get_mut(&key) {
+                Some(Value::Mapping(existing)) => merge(existing, m),
+                _ => {
+                    into.insert(key, Value::Mapping(m));
+                }
+            },
             other => {
-                return Err(ConfigError::NotAMapping {
-                    path: path.to_path_buf(),
-                    found: kind(&other),
+                into.insert(key, other);
+            }
+        }
+    }
+}
+
+/// `a.yaml → b.yaml → …` for messages.
+fn chain_text(chain: &[PathBuf]) -> String {
+    chain
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
+/// Reads `path` (whose text is `text`) over its `_base_` files, depth-first; `chain` holds
+/// the files from the `-c` file down to `path` (for loops and depth), `files` collects every
+/// file read in merge order. Returns the merged mapping.
+fn read_layer(
+    path: &Path,
+    text: String,
+    chain: &mut Vec<PathBuf>,
+    files: &mut Vec<ConfigFile>,
+) -> Result<Mapping, ConfigError> {
+    let mut own = parse_mapping(&text, path)?;
+    let mut merged = Mapping::new();
+    if let Some(bases) = own.remove("_base_") {
+        let line = line_in_text(&text, &["_base_".to_string()]);
+        let at = |message: String| ConfigError::Base {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        let names: Vec<String> = match bases {
+            Value::Null => Vec::new(),
+            Value::String(s) => vec![s],
+            Value::Sequence(items) => items
+                .into_iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s),
+                    other => Err(at(format!(
+                        "a list entry is a {}, not a path to a YAML file",
+                        kind(&other)
+                    ))),
                 })
+                .collect::<Result<_, _>>()?,
+            other => {
+                return Err(at(format!(
+                    "is a {}; give a path to a YAML file (relative to this file) or a list of them",
+                    kind(&other)
+                )))
             }
         };
+        for name in names {
+            let base: PathBuf = match Path::new(&name) {
+                p if p.is_absolute() => p.to_path_buf(),
+                p => path.parent().unwrap_or(Path::new("")).join(p),
+            }
+            .components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .collect();
+            let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            let target = canonical(&base);
+            if chain.iter().any(|p| canonical(p) == target) {
+                let mut looped = chain.clone();
+                looped.push(base);
+                return Err(at(format!("`{name}` loops back: {}", chain_text(&looped))));
+            }
+            if chain.len() > MAX_BASE_DEPTH {
+                let mut deep = chain.clone();
+                deep.push(base);
+                return Err(at(format!(
+                    "the chain is deeper than {MAX_BASE_DEPTH} bases: {}",
+                    chain_text(&deep)
+                )));
+            }
+            // A base is a regular file: a FIFO or a device named here is refused, never read.
+            let base_text = crate::files::read_to_string(&base).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    at(format!(
+                        "`{name}`: no such file {} (paths are relative to this file)",
+                        base.display()
+                    ))
+                } else {
+                    at(format!("`{name}`: cannot read {}: {e}", base.display()))
+                }
+            })?;
+            chain.push(base.clone());
+            let layer = read_layer(&base, base_text, chain, files)?;
+            chain.pop();
+            merge(&mut merged, layer);
+        }
+    }
+    files.push(ConfigFile {
+        path: path.to_path_buf(),
+        text,
+        root: own.clone(),
+    });
+    merge(&mut merged, own);
+    Ok(merged)
+}
+
+/// How many leading segments of `path` `root` holds (following mappings).
+fn depth_in(root: &Mapping, path: &[String]) -> usize {
+    let mut node = root;
+    for (i, segment) in path.iter().enumerate() {
+        match node.get(segment.as_str()) {
+            Some(Value::Mapping(m)) => node = m,
+            Some(_) => return i + 1,
+            None => return i,
+        }
+    }
+    path.len()
+}
+
+impl ConfigTree {
+    /// Parses a config from YAML text; `path` names it in messages and is where its `_base_`
+    /// paths are resolved from.
+    pub fn from_str(text: &str, path: &Path) -> Result<ConfigTree, ConfigError> {
+        let mut files = Vec::new();
+        let root = read_layer(
+            path,
+            text.to_string(),
+            &mut vec![path.to_path_buf()],
+            &mut files,
+        )?;
         Ok(ConfigTree {
             root,
-            file: Some(path.to_path_buf()),
-            file_text: Some(text.to_string()),
+            files,
             overrides: Vec::new(),
         })
     }
@@ -154,6 +327,62 @@ impl ConfigTree {
             error: source,
         })?;
         ConfigTree::from_str(&text, path)
+    }
+
+    /// The `-c` file, if any.
+    pub fn file(&self) -> Option<&Path> {
+        self.files.last().map(|f| f.path.as_path())
+    }
+
+    /// Where the `-c` file ends (see [`FileEnd`]); `None` without a file.
+    pub fn file_end(&self) -> Option<FileEnd> {
+        let file = self.files.last()?;
+        let mut line = 0;
+        let mut section = None;
+        let mut last_section = None;
+        for (i, text) in file.text.lines().enumerate() {
+            let content = text.trim_start();
+            if content.is_empty() || content.starts_with('#') {
+                continue;
+            }
+            if content.len() == text.len() {
+                // A top-level line: `Key:` opens a section.
+                last_section = content
+                    .split_once(':')
+                    .map(|(k, _)| k.trim().trim_matches(|c| c == '"' || c == '\'').to_string());
+            }
+            line = i + 1;
+            section.clone_from(&last_section);
+        }
+        Some(FileEnd {
+            path: file.path.clone(),
+            line,
+            section,
+        })
+    }
+
+    /// The merged value at `path` (`["Engine", "max_steps"]`), overrides applied.
+    pub fn get(&self, path: &[&str]) -> Option<&Value> {
+        let (first, rest) = path.split_first()?;
+        let mut node = self.root.get(*first)?;
+        for segment in rest {
+            node = match node {
+                Value::Mapping(m) => m.get(*segment)?,
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// Whether `path` holds a value that is not empty (null): given, not left to the default.
+    pub fn is_set(&self, path: &[&str]) -> bool {
+        self.get(path).is_some_and(|v| !v.is_null())
+    }
+
+    /// Where the value at `path` came from (see [`Origin`]), for messages.
+    pub fn origin(&self, path: &[&str]) -> Origin {
+        let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+        self.origin_of(&path)
     }
 
     /// Applies one `Section.key.sub=value` override.
@@ -272,7 +501,8 @@ impl ConfigTree {
     }
 
     /// Where the value at `path` came from: the last override at or above it (or below it,
-    /// for a mapping an override created), else the file, else the defaults.
+    /// for a mapping an override created), else the file that set it (the `-c` file or a
+    /// base: the one holding most of the path, the later one on a tie), else the defaults.
     fn origin_of(&self, path: &[String]) -> Origin {
         let hit = self.overrides.iter().rev().find(|(key, _)| {
             let n = key.len().min(path.len());
@@ -281,51 +511,61 @@ impl ConfigTree {
         if let Some((_, text)) = hit {
             return Origin::Override(text.clone());
         }
-        match &self.file {
-            Some(file) => Origin::File {
-                path: file.clone(),
-                line: self.line_in_file(path),
+        let mut best: Option<(usize, &ConfigFile)> = None;
+        for file in self.files.iter().rev() {
+            let depth = depth_in(&file.root, path);
+            if best.is_none_or(|(d, _)| depth > d) {
+                best = Some((depth, file));
+            }
+        }
+        match best {
+            Some((depth, file)) => Origin::File {
+                path: file.path.clone(),
+                line: line_in_text(&file.text, path)
+                    .or_else(|| line_in_text(&file.text, &path[..depth])),
             },
             None => Origin::Defaults,
         }
     }
+}
 
-    /// Best-effort line of `path` in the file, following block-style indentation (enough
-    /// for the configs people write; `None` when the key cannot be found, e.g. flow style).
-    fn line_in_file(&self, path: &[String]) -> Option<usize> {
-        let text = self.file_text.as_deref()?;
-        let mut parent_indent: Option<usize> = None;
-        let mut found = None;
-        let mut lines = text.lines().enumerate();
-        for segment in path {
-            found = None;
-            for (i, line) in lines.by_ref() {
-                let content = line.trim_start();
-                if content.is_empty() || content.starts_with('#') {
-                    continue;
-                }
-                let indent = line.len() - content.len();
-                if parent_indent.is_some_and(|p| indent <= p) {
-                    return None;
-                }
-                let key = content.trim_start_matches("- ");
-                let matches = key
-                    .strip_prefix(segment.as_str())
-                    .is_some_and(|rest| rest.trim_start().starts_with(':'))
-                    || key
-                        .strip_prefix(&format!("\"{segment}\""))
-                        .or_else(|| key.strip_prefix(&format!("'{segment}'")))
-                        .is_some_and(|rest| rest.trim_start().starts_with(':'));
-                if matches {
-                    parent_indent = Some(indent);
-                    found = Some(i + 1);
-                    break;
-                }
-            }
-            found?;
-        }
-        found
+/// Best-effort line of `path` in YAML `text`, following block-style indentation (enough for
+/// the configs people write; `None` when the key cannot be found, e.g. flow style).
+fn line_in_text(text: &str, path: &[String]) -> Option<usize> {
+    if path.is_empty() {
+        return None;
     }
+    let mut parent_indent: Option<usize> = None;
+    let mut found = None;
+    let mut lines = text.lines().enumerate();
+    for segment in path {
+        found = None;
+        for (i, line) in lines.by_ref() {
+            let content = line.trim_start();
+            if content.is_empty() || content.starts_with('#') {
+                continue;
+            }
+            let indent = line.len() - content.len();
+            if parent_indent.is_some_and(|p| indent <= p) {
+                return None;
+            }
+            let key = content.trim_start_matches("- ");
+            let matches = key
+                .strip_prefix(segment.as_str())
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+                || key
+                    .strip_prefix(&format!("\"{segment}\""))
+                    .or_else(|| key.strip_prefix(&format!("'{segment}'")))
+                    .is_some_and(|rest| rest.trim_start().starts_with(':'));
+            if matches {
+                parent_indent = Some(indent);
+                found = Some(i + 1);
+                break;
+            }
+        }
+        found?;
+    }
+    found
 }
 
 fn path_segments(path: &serde_path_to_error::Path) -> Vec<String> {
@@ -458,6 +698,87 @@ impl Default for MixPrecision {
             custom_black_list: Vec::new(),
             custom_white_list: Vec::new(),
         }
+    }
+}
+
+/// What a model's mixed precision does with one Paddle op that `custom_black_list` (keep it
+/// in fp32) or `custom_white_list` (run it in float16 / bfloat16) may name. A model states
+/// its table; [`MixPrecision::check_lists`] holds the lists against it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AmpOp {
+    /// The Paddle op name (`reduce_sum`).
+    pub name: &'static str,
+    /// Whether the model runs it in the low-precision dtype under AMP (`false`: in fp32).
+    pub low_precision: bool,
+    /// Where the op is in the model and what AMP does with it (for messages and docs).
+    pub what: &'static str,
+}
+
+/// A `custom_black_list` / `custom_white_list` entry [`MixPrecision::check_lists`] refuses.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("Engine.mix_precision.{list}: `{name}`: {reason}")]
+pub struct AmpListError {
+    /// `custom_black_list` or `custom_white_list`.
+    pub list: &'static str,
+    /// The op as written.
+    pub name: String,
+    /// Why, and what to do.
+    pub reason: String,
+}
+
+impl MixPrecision {
+    /// Checks `custom_black_list` / `custom_white_list` against what the model does (`table`),
+    /// so a list is applied or refused, never ignored. With AMP on (`amp`) a listed op must
+    /// already run in the precision its list asks for — then the entry is applied by
+    /// construction; an op the table runs otherwise, a name it does not know, or a name in both
+    /// lists is an error naming the op and what to do. With AMP off the lists change nothing
+    /// (as in Paddle), but every name must still be one the table knows.
+    pub fn check_lists(&self, amp: bool, table: &[AmpOp]) -> Result<(), AmpListError> {
+        for name in &self.custom_black_list {
+            if self.custom_white_list.contains(name) {
+                return Err(AmpListError {
+                    list: "custom_white_list",
+                    name: name.clone(),
+                    reason: "it is in custom_black_list too; keep it in one list".into(),
+                });
+            }
+        }
+        let lists = [
+            ("custom_black_list", &self.custom_black_list, false),
+            ("custom_white_list", &self.custom_white_list, true),
+        ];
+        for (list, names, low) in lists {
+            for name in names {
+                let refuse = |reason: String| AmpListError {
+                    list,
+                    name: name.clone(),
+                    reason,
+                };
+                let Some(op) = table.iter().find(|op| op.name == name.as_str()) else {
+                    let known: Vec<&str> = table.iter().map(|op| op.name).collect();
+                    return Err(refuse(if known.is_empty() {
+                        "this model keeps no per-op precision lists (its mixed precision is libtorch autocast's own); remove the entry".into()
+                    } else {
+                        format!(
+                            "not an op this model's mixed precision can place (it knows {}); remove the entry",
+                            known.join(", ")
+                        )
+                    }));
+                };
+                if amp && op.low_precision != low {
+                    let (asked, runs) = if low {
+                        ("float16 / bfloat16", "fp32")
+                    } else {
+                        ("fp32", "the AMP dtype")
+                    };
+                    return Err(refuse(format!(
+                        "asks for {asked}, but under AMP it runs in {runs}: {}; remove it from {list}",
+                        op.what
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -301,3 +301,278 @@ fn nesting_past_the_limit_is_refused_in_files_and_overrides() {
     let tree = fleetx::load(None, &ov(&["Model.layers=[[1, 2], {a: [3]}]"])).unwrap();
     assert!(tree.raw().get("Model").is_some());
 }
+
+/// Writes `files` (relative path, text) under a temp dir; returns it.
+fn write_tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+/// Issue #28: FleetX's own configs start with `_base_: ./pretrain_gpt_base.yaml`; a chain is
+/// merged depth-first, base first, the file's keys winning: mappings key by key, lists and
+/// scalars (and an empty value) replaced. Base paths are relative to the file naming them.
+#[test]
+fn base_chain_merges_depth_first_and_the_file_wins() {
+    let dir = write_tree(&[
+        (
+            "common/grand.yaml",
+            "Engine:\n  max_steps: 1\n  eval_freq: 7\n  mix_precision:\n    use_pure_fp16: True\n    custom_black_list: [a, b]\n  save_load:\n    save_steps: 5\nData:\n  x: 1\n",
+        ),
+        (
+            "base.yaml",
+            "_base_: common/grand.yaml\nEngine:\n  max_steps: 2\n  logging_freq: 3\nModel:\n  hidden_size: 64\n",
+        ),
+        (
+            "cfg.yaml",
+            "_base_: ./base.yaml\nEngine:\n  max_steps: 3\n  eval_freq:\n  mix_precision:\n    custom_black_list: [c]\n",
+        ),
+    ]);
+    let path = dir.path().join("cfg.yaml");
+    let tree = fleetx::load(Some(&path), &ov(&["Engine.save_load.save_steps=9"])).unwrap();
+    assert_eq!(tree.section_names(), vec!["Engine", "Data", "Model"]);
+    let engine: EngineConfig = tree.section("Engine").unwrap().unwrap();
+    assert_eq!(engine.max_steps, 3, "the file wins over its bases");
+    assert_eq!(engine.logging_freq, 3, "the base's key stays");
+    assert_eq!(
+        engine.eval_freq, 500,
+        "an empty value replaces the base's (default)"
+    );
+    assert!(
+        engine.mix_precision.use_pure_fp16,
+        "mappings merge key by key"
+    );
+    assert_eq!(
+        engine.mix_precision.custom_black_list,
+        vec!["c"],
+        "lists are replaced"
+    );
+    assert_eq!(
+        engine.save_load.save_steps, 9,
+        "overrides win over all files"
+    );
+    assert_eq!(tree.get(&["Data", "x"]), Some(&serde_yaml::Value::from(1)));
+    assert_eq!(tree.file(), Some(path.as_path()));
+
+    // A list of bases: merged in order, the later one winning.
+    let dir = write_tree(&[
+        ("a.yaml", "Engine:\n  max_steps: 1\n  eval_iters: 4\n"),
+        ("b.yaml", "Engine:\n  max_steps: 2\n"),
+        ("cfg.yaml", "_base_: [a.yaml, b.yaml]\nModel: {}\n"),
+    ]);
+    let tree = fleetx::load(Some(&dir.path().join("cfg.yaml")), &[]).unwrap();
+    let engine: EngineConfig = tree.section("Engine").unwrap().unwrap();
+    assert_eq!((engine.max_steps, engine.eval_iters), (2, 4));
+}
+
+/// An error in a key a base set names the base file and its line; a key the file overrides
+/// names the file.
+#[test]
+fn errors_in_base_keys_name_the_base_file() {
+    let dir = write_tree(&[
+        (
+            "base.yaml",
+            "Engine:\n  max_steps: 1\n  mix_precision:\n    scale_los: 2.0\n",
+        ),
+        ("cfg.yaml", "_base_: base.yaml\nEngine:\n  max_steps: x\n"),
+    ]);
+    let cfg = dir.path().join("cfg.yaml");
+    let base = dir.path().join("base.yaml");
+    let tree = fleetx::load(Some(&cfg), &[]).unwrap();
+    let err = tree.section::<EngineConfig>("Engine").unwrap_err();
+    match &err {
+        ConfigError::Invalid { key, origin, .. } => {
+            assert_eq!(key, "Engine.max_steps", "{err}");
+            assert_eq!(
+                origin,
+                &Origin::File {
+                    path: cfg.clone(),
+                    line: Some(3)
+                }
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let tree = fleetx::load(Some(&cfg), &ov(&["Engine.max_steps=4"])).unwrap();
+    let err = tree.section::<EngineConfig>("Engine").unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!("{}:4:", base.display())),
+        "names the base and its line: {msg}"
+    );
+    assert!(msg.contains("unknown field `scale_los`"), "{msg}");
+    assert_eq!(
+        tree.origin(&["Engine", "mix_precision", "scale_los"]),
+        Origin::File {
+            path: base,
+            line: Some(4)
+        }
+    );
+}
+
+/// A missing base names the file that refers to it and the line; a loop names the chain; a
+/// chain deeper than 8 bases is refused naming it; `_base_` must be paths.
+#[test]
+fn missing_looping_and_too_deep_bases_are_errors_naming_the_chain() {
+    let dir = write_tree(&[(
+        "cfg.yaml",
+        "# FleetX\n_base_: ./pretrain_gpt_base.yaml\nModel:\n  x: 1\n",
+    )]);
+    let cfg = dir.path().join("cfg.yaml");
+    let err = fleetx::load(Some(&cfg), &[]).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, ConfigError::Base { .. }), "{msg}");
+    assert!(
+        msg.starts_with(&format!("{}:2: `_base_`", cfg.display())),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("no such file") && msg.contains("pretrain_gpt_base.yaml"),
+        "{msg}"
+    );
+
+    let dir = write_tree(&[
+        ("a.yaml", "_base_: b.yaml\nEngine: {max_steps: 1}\n"),
+        ("b.yaml", "_base_: a.yaml\n"),
+    ]);
+    let msg = fleetx::load(Some(&dir.path().join("a.yaml")), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("loops back") && msg.contains("a.yaml → ") && msg.contains("b.yaml → "),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("{}:1:", dir.path().join("b.yaml").display())),
+        "{msg}"
+    );
+
+    let mut files: Vec<(String, String)> = (0..10)
+        .map(|i| (format!("f{i}.yaml"), format!("_base_: f{}.yaml\n", i + 1)))
+        .collect();
+    files.push(("f10.yaml".into(), "Engine: {max_steps: 1}\n".into()));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let dir = write_tree(&refs);
+    let msg = fleetx::load(Some(&dir.path().join("f0.yaml")), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("deeper than 8 bases"), "{msg}");
+    assert!(
+        msg.contains("f0.yaml → ") && msg.contains("f9.yaml"),
+        "{msg}"
+    );
+    // Eight bases deep is fine.
+    let tree = fleetx::load(Some(&dir.path().join("f2.yaml")), &[]).unwrap();
+    assert_eq!(tree.section_names(), vec!["Engine"]);
+
+    for bad in ["_base_: 5\n", "_base_: [a.yaml, {x: 1}]\n"] {
+        let dir = write_tree(&[("cfg.yaml", bad)]);
+        let msg = fleetx::load(Some(&dir.path().join("cfg.yaml")), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("`_base_`") && msg.contains("path"), "{msg}");
+    }
+}
+
+/// Where the `-c` file ends: the last line holding anything and the section it lies in, so a
+/// training config cut off inside `Model:` can say so.
+#[test]
+fn file_end_names_the_last_line_and_its_section() {
+    let (_dir, path) = write_yaml(
+        "Engine:\n  max_steps: 1\n\nModel:\n  vocab_size: 320\n  # hidden_size: 128\n\n",
+    );
+    let tree = fleetx::load(Some(&path), &[]).unwrap();
+    assert_eq!(
+        tree.file_end(),
+        Some(fleetx::FileEnd {
+            path: path.clone(),
+            line: 5,
+            section: Some("Model".into())
+        })
+    );
+    assert_eq!(fleetx::load(None, &[]).unwrap().file_end(), None);
+}
+
+/// Issue #28: `custom_black_list` / `custom_white_list` are checked against what the model
+/// does: under AMP an entry asking for what it does is accepted, any other refused naming the
+/// op; names it does not know are refused even with AMP off.
+#[test]
+fn amp_lists_are_applied_or_refused_against_the_model_table() {
+    use fleetx::{AmpOp, MixPrecision};
+    let table = [
+        AmpOp {
+            name: "reduce_sum",
+            low_precision: false,
+            what: "sums run in fp32",
+        },
+        AmpOp {
+            name: "matmul_v2",
+            low_precision: true,
+            what: "matmuls run in the AMP dtype",
+        },
+    ];
+    let lists = |black: &[&str], white: &[&str]| MixPrecision {
+        custom_black_list: black.iter().map(|s| s.to_string()).collect(),
+        custom_white_list: white.iter().map(|s| s.to_string()).collect(),
+        ..MixPrecision::default()
+    };
+    lists(&["reduce_sum"], &["matmul_v2"])
+        .check_lists(true, &table)
+        .unwrap();
+    // AMP off: the lists place nothing, but the names must be known.
+    lists(&["matmul_v2"], &["reduce_sum"])
+        .check_lists(false, &table)
+        .unwrap();
+    let e = lists(&["matmul_v2"], &[])
+        .check_lists(true, &table)
+        .unwrap_err();
+    assert_eq!(
+        (e.list, e.name.as_str()),
+        ("custom_black_list", "matmul_v2")
+    );
+    assert!(
+        e.to_string().contains("asks for fp32") && e.to_string().contains("matmuls run"),
+        "{e}"
+    );
+    let e = lists(&[], &["reduce_sum"])
+        .check_lists(true, &table)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("remove it from custom_white_list"),
+        "{e}"
+    );
+    let e = lists(&["softmax"], &[])
+        .check_lists(false, &table)
+        .unwrap_err();
+    assert!(e.to_string().contains("reduce_sum, matmul_v2"), "{e}");
+    let e = lists(&["reduce_sum"], &["reduce_sum"])
+        .check_lists(false, &table)
+        .unwrap_err();
+    assert!(e.to_string().contains("in custom_black_list too"), "{e}");
+    // A model with no table refuses every entry.
+    let e = lists(&["reduce_sum"], &[])
+        .check_lists(false, &[])
+        .unwrap_err();
+    assert!(e.to_string().contains("no per-op precision lists"), "{e}");
+}
+
+/// A `_base_` naming a device or a FIFO is refused at once (reading `/dev/zero` would never
+/// end), naming the file that refers to it.
+#[test]
+fn a_base_that_is_not_a_regular_file_is_refused() {
+    let dir = write_tree(&[("cfg.yaml", "_base_: /dev/zero\nModel: {}\n")]);
+    let cfg = dir.path().join("cfg.yaml");
+    let msg = fleetx::load(Some(&cfg), &[]).unwrap_err().to_string();
+    assert!(
+        msg.starts_with(&format!("{}:1: `_base_`", cfg.display()))
+            && msg.contains("not a regular file"),
+        "{msg}"
+    );
+}

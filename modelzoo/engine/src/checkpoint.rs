@@ -228,11 +228,38 @@ impl<W: Write> Write for Checked<W> {
     }
 }
 
-/// Read a checkpoint: its tensors (on the CPU) and counters.
+/// libtorch's reason in one line: its messages carry a C++ backtrace (`Exception raised
+/// from … frame #0: …`) and advice about miniz, which say nothing to a user naming a file.
+fn libtorch_reason(e: &tch::TchError) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let first = first
+        .split(" This is an internal miniz error")
+        .next()
+        .unwrap_or(first);
+    first
+        .trim_start_matches("Internal torch error: ")
+        .trim()
+        .trim_end_matches('.')
+        .to_string()
+}
+
+/// Read a checkpoint: its tensors (on the CPU) and counters. A file that is not one (another
+/// format, truncated, a directory's stray file) is an error naming it and what was expected,
+/// in one line.
 pub fn read(path: &Path) -> Result<(Vec<(String, Tensor)>, Counters), EngineError> {
+    if path.is_dir() {
+        return Err(EngineError::Checkpoint {
+            path: path.to_path_buf(),
+            message: format!("is a directory; expected a {PREFIX}*.{EXT} checkpoint file"),
+        });
+    }
     let mut named = Tensor::load_multi(path).map_err(|e| EngineError::Checkpoint {
         path: path.to_path_buf(),
-        message: format!("not a readable checkpoint: {e}"),
+        message: format!(
+            "not a checkpoint: expected a {PREFIX}*.{EXT} file written by a run_<model> (libtorch's archive of named tensors), but libtorch cannot read it ({})",
+            libtorch_reason(&e)
+        ),
     })?;
     let idx = named
         .iter()
@@ -459,6 +486,33 @@ mod tests {
         let e = read(&resolve(dir.path()).unwrap()).unwrap_err();
         assert!(e.to_string().contains("step_00000099.ckpt"), "{e}");
         assert!(resolve(&dir.path().join("nope")).is_err());
+    }
+
+    /// Issue #28: reading a file that is not a checkpoint used to print libtorch's C++
+    /// backtrace; the error is one line naming the file and what was expected.
+    #[test]
+    fn a_file_that_is_not_a_checkpoint_is_one_line_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in [
+            ("text.ckpt", &b"hello\n"[..]),
+            ("zipish.ckpt", &b"PK\x03\x04garbage"[..]),
+            ("empty.ckpt", &b""[..]),
+        ] {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            let e = read(&p).unwrap_err().to_string();
+            assert_eq!(e.lines().count(), 1, "{e}");
+            assert!(
+                e.contains(name) && e.contains("not a checkpoint") && e.contains("step_*.ckpt"),
+                "{e}"
+            );
+            assert!(
+                !e.contains("Exception raised") && !e.contains("frame #"),
+                "{e}"
+            );
+        }
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("is a directory"), "{e}");
     }
 
     fn save(dir: &Path, step: u64) -> PathBuf {

@@ -164,6 +164,12 @@ pub fn settings_from_config(
         .map_err(RunError::input)?;
     tree.check_sections(sections).map_err(RunError::input)?;
     let section: Option<EngineConfig> = tree.section("Engine").map_err(RunError::input)?;
+    // These models place no op by name: a precision list would be ignored, so it is refused.
+    if let Some(cfg) = &section {
+        cfg.mix_precision
+            .check_lists(false, &[])
+            .map_err(RunError::input)?;
+    }
     settings_from_args(std, section.as_ref()).map_err(RunError::input)
 }
 
@@ -339,7 +345,13 @@ pub struct DlloggerSink<'a> {
     /// the checkpoint resumed from), nothing is written: the `PARAMETER` record waits here and
     /// messages are queued, so a run refused at start writes nothing into the log it would
     /// have continued.
-    pending: Option<(Vec<(&'static str, Value)>, Vec<String>)>,
+    pending: Option<BeforeStart>,
+}
+
+/// What a [`DlloggerSink`] holds back until the run starts.
+struct BeforeStart {
+    parameters: Vec<(&'static str, Value)>,
+    infos: Vec<String>,
 }
 
 impl<'a> DlloggerSink<'a> {
@@ -347,13 +359,16 @@ impl<'a> DlloggerSink<'a> {
     pub fn new(logger: &'a mut Logger, parameters: Vec<(&'static str, Value)>) -> Self {
         DlloggerSink {
             logger,
-            pending: Some((parameters, Vec::new())),
+            pending: Some(BeforeStart {
+                parameters,
+                infos: Vec::new(),
+            }),
         }
     }
 
     /// The run was accepted: write what waited.
     fn start(&mut self) {
-        if let Some((parameters, infos)) = self.pending.take() {
+        if let Some(BeforeStart { parameters, infos }) = self.pending.take() {
             self.logger
                 .log("PARAMETER", &parameters, Verbosity::Default);
             for text in infos {
@@ -398,7 +413,7 @@ impl MetricSink for DlloggerSink<'_> {
     }
     fn info(&mut self, text: &str) {
         match &mut self.pending {
-            Some((_, infos)) => infos.push(text.to_string()),
+            Some(waiting) => waiting.infos.push(text.to_string()),
             None => self.logger.info(text),
         }
     }

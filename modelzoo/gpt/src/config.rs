@@ -19,7 +19,8 @@ pub type GptConfig = LmConfig<Model>;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Model {
-    /// FleetX `module` / `name`, accepted for compatibility (`GPTModule` / `GPT`).
+    /// FleetX `module`: `GPTModule` (training), or `GPTGenerationModule` (FleetX's
+    /// generation configs, read by `--generate`); `name` must be `GPT`.
     pub module: Option<String>,
     pub name: Option<String>,
     pub vocab_size: i64,
@@ -39,9 +40,12 @@ pub struct Model {
     pub use_recompute: bool,
     /// `full` (or empty): whole blocks are recomputed; nothing finer is implemented.
     pub recompute_granularity: Option<String>,
-    /// libtorch's `linear` is already one fused GEMM+bias call, so both values compute the
-    /// same thing.
+    /// libtorch's `linear` is already one fused GEMM+bias call (Paddle's `fused_linear` is
+    /// the same GEMM with its bias epilogue), so both values compute the same thing.
     pub fused_linear: bool,
+    /// Megatron sequence parallelism (with tensor parallelism): not implemented, `True` is
+    /// refused.
+    pub sequence_parallel: bool,
 }
 
 impl Default for Model {
@@ -63,6 +67,7 @@ impl Default for Model {
             use_recompute: false,
             recompute_granularity: None,
             fused_linear: false,
+            sequence_parallel: false,
         }
     }
 }
@@ -117,6 +122,22 @@ impl Model {
             if name != "GPT" {
                 return Err(unsupported("Model.name", name, "run_gpt builds only `GPT`"));
             }
+        }
+        if let Some(module) = &self.module {
+            if module != "GPTModule" && module != "GPTGenerationModule" {
+                return Err(unsupported(
+                    "Model.module",
+                    module,
+                    "run_gpt implements FleetX's GPTModule (training) and GPTGenerationModule (--generate)",
+                ));
+            }
+        }
+        if self.sequence_parallel {
+            return Err(unsupported(
+                "Model.sequence_parallel",
+                true,
+                "sequence parallelism (part of tensor parallelism) is not implemented; set it to False",
+            ));
         }
         if let Some(g) = &self.recompute_granularity {
             if !g.is_empty() && g != "full" {
@@ -192,13 +213,42 @@ impl ModelSection for Model {
     const PROGRAM: &'static str = "run_gpt";
     const DEFAULTS: &'static str = "the built-in GPT-2 small (124M)";
     const EXAMPLE: &'static str = "modelzoo/gpt/configs/gpt_124m.yaml";
+    const REQUIRED_KEYS: &'static [&'static str] = &[
+        "vocab_size",
+        "hidden_size",
+        "num_layers",
+        "num_attention_heads",
+        "max_position_embeddings",
+    ];
+    const TRAINING_MODULE: &'static str = "GPTModule";
 
     fn validate(&self) -> Result<(), Unsupported> {
         Model::validate(self)
     }
 
+    fn module(&self) -> Option<&str> {
+        self.module.as_deref()
+    }
+
     fn max_position_embeddings(&self) -> i64 {
         self.max_position_embeddings
+    }
+
+    fn vocab_size(&self) -> i64 {
+        self.vocab_size
+    }
+
+    fn parameters(&self) -> u64 {
+        self.num_params_saturating()
+    }
+
+    /// Every block caches its keys and values, `hidden_size` each.
+    fn kv_values_per_position(&self) -> u64 {
+        modelzoo_engine::runner::bytes(&[
+            self.num_layers.max(0) as u64,
+            2,
+            self.hidden_size.max(0) as u64,
+        ])
     }
 
     /// The least memory one training step with micro-batches of `micro` needs (see

@@ -113,6 +113,7 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
     };
     model_cfg.validate().map_err(RunError::input)?;
     let tokenizer = Tokenizer::load(tok_path.as_deref()).map_err(RunError::input)?;
+    modelzoo_text::lm::check_device(std, &config)?;
     let device = modelzoo_engine::app::open_device(std)?;
     let ids: Vec<i64> = tokenizer
         .encode(prompt)
@@ -131,7 +132,18 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
             model_cfg.vocab_size
         )));
     }
-    let seed = std.seed as u64;
+    // Before anything is allocated: a length past the model's positions, or more sequences
+    // than memory holds, is bad input (exit 2), never an abort or the OOM killer.
+    let on_cpu = device.kind() == device_sdaa::DeviceKind::Cpu;
+    modelzoo_text::generate::check_request(
+        &model_cfg,
+        &config.generation,
+        ids.len(),
+        &device,
+        on_cpu,
+    )
+    .map_err(RunError::input)?;
+    let seed = modelzoo_text::lm::run_seed(std, &config);
     let eos = tokenizer.eos_id().map(i64::from);
     tracing::info!(checkpoint = %file.display(), seed, device = %device.spec(), "generating");
     let outputs =

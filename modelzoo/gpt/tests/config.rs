@@ -113,3 +113,225 @@ fn cosine_schedule_warms_up_then_decays() {
         prev = lr.lr_at(s);
     }
 }
+
+fn fleetx(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fleetx")
+        .join(name)
+}
+
+fn fleetx_err(overrides: &[&str]) -> String {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    GptConfig::load_for_training(Some(&fleetx("pretrain_gpt_tiny_single_card.yaml")), &o)
+        .expect_err("config should be rejected")
+        .to_string()
+}
+
+/// Issue #28: FleetX's current layout — `_base_`, batch sizes and seed in `Global`, data in
+/// `Data.Train` / `Data.Eval`, `beta1` / `epsilon`, `FusedAdamW`, `Distributed`, `Profiler` —
+/// reads into the same config as the seeds' layout (our own two-file chain in that shape).
+#[test]
+fn fleetx_layout_with_a_base_chain_reads_like_the_seeds_layout() {
+    let c = GptConfig::load_for_training(Some(&fleetx("pretrain_gpt_tiny_single_card.yaml")), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tiny = GptConfig::load(Some(&config("gpt_tiny.yaml")), &[]).unwrap();
+    let b = c.data.batch_size.resolve(1).unwrap();
+    assert_eq!(
+        (b.global, b.local, b.micro, b.accumulate_steps),
+        (8, 8, 8, 1)
+    );
+    assert_eq!(c.data.dataset.split, "949,50,1");
+    assert_eq!(c.data.dataset.max_seq_len, 64);
+    assert_eq!(c.data.dataset.input_dir, None);
+    assert_eq!(c.global.seed, Some(1024));
+    assert_eq!(c.global.device_kind().unwrap(), Some("cuda"));
+    assert_eq!(c.optimizer.name.as_deref(), Some("FusedAdamW"));
+    assert_eq!(
+        (
+            c.optimizer.adam_beta1,
+            c.optimizer.adam_beta2,
+            c.optimizer.adam_epsilon
+        ),
+        (0.9, 0.999, 1e-8)
+    );
+    assert_eq!(c.optimizer.lr, tiny.optimizer.lr);
+    assert_eq!(c.optimizer.grad_clip, tiny.optimizer.grad_clip);
+    // The shape is gpt_tiny.yaml's; the base adds module, name and the FleetX switches.
+    assert_eq!(c.model.module.as_deref(), Some("GPTModule"));
+    assert_eq!(
+        (c.model.vocab_size, c.model.hidden_size, c.model.num_layers),
+        (320, 128, 2)
+    );
+    assert_eq!(c.model.max_position_embeddings, 128);
+    assert_eq!(c.accumulate_steps, Some(1));
+    // Overrides reach Global like any section.
+    let c = GptConfig::load_for_training(
+        Some(&fleetx("pretrain_gpt_tiny_single_card.yaml")),
+        &["Global.micro_batch_size=4".into()],
+    )
+    .unwrap();
+    assert_eq!(c.data.batch_size.resolve(1).unwrap().accumulate_steps, 2);
+}
+
+/// Issue #28: every FleetX key is applied or refused with a message; these are refused,
+/// naming the key and what to do.
+#[test]
+fn fleetx_keys_we_cannot_honour_are_refused() {
+    for (o, want) in [
+        (
+            vec!["Distributed.mp_degree=2"],
+            "tensor/pipeline parallelism and ZeRO sharding are not implemented",
+        ),
+        (vec!["Distributed.pp_degree=4"], "Distributed.pp_degree"),
+        (
+            vec![
+                "Distributed.sharding.sharding_degree=2",
+                "Distributed.sharding.sharding_stage=2",
+            ],
+            "Distributed.sharding.sharding_degree",
+        ),
+        (
+            vec!["Distributed.sharding.sharding_offload=True"],
+            "sharding_offload",
+        ),
+        (vec!["Data.Train.sampler.shuffle=True"], "reshuffle"),
+        (vec!["Data.Train.sampler.drop_last=False"], "drop_last"),
+        (
+            vec!["Data.Train.sampler.name=DistributedBatchSampler"],
+            "GPTBatchSampler",
+        ),
+        (vec!["Data.Train.loader.collate_fn=my_fn"], "gpt_collate_fn"),
+        (
+            vec!["Data.Eval.dataset.split=[98, 1, 1]"],
+            "must name the same data",
+        ),
+        (
+            vec!["Data.Eval.dataset.input_dir=./other"],
+            "must name the same data",
+        ),
+        (
+            vec!["Data.Test.dataset.max_seq_len=64"],
+            "unknown field `Test`",
+        ),
+        (
+            vec!["Data.batch_size.local_batch_size=16"],
+            "Data.batch_size.local_batch_size = 16",
+        ),
+        (vec!["Data.dataset.max_seq_len=64"], "in one place"),
+        (vec!["Profiler.enable=True"], "Profiler.enable"),
+        (vec!["Fused.tensor_fusion=True"], "Fused.tensor_fusion"),
+        (
+            vec!["Optimizer.tensor_fusion=True"],
+            "Optimizer.tensor_fusion",
+        ),
+        (vec!["Optimizer.name=Lamb"], "AdamW only"),
+        (vec!["Optimizer.adam_beta1=0.8"], "duplicate field"),
+        (
+            vec!["Model.sequence_parallel=True"],
+            "Model.sequence_parallel",
+        ),
+        (vec!["Model.module=GPTEvalModule"], "Model.module"),
+        (
+            vec!["Model.module=GPTGenerationModule"],
+            "trains `GPTModule`",
+        ),
+        (vec!["Global.device=xpu"], "Kunlun XPU"),
+        (vec!["Global.device=tpu"], "Global.device"),
+        (vec!["Global.dtype=float16"], "unknown field `dtype`"),
+        (vec!["Engine.test_iters=10"], "no test pass"),
+        (vec!["Inference.model_dir=./out"], "inference export"),
+        (
+            vec!["Engine.mix_precision.custom_black_list=[reduce_sum, not_an_op]"],
+            "not_an_op",
+        ),
+    ] {
+        let e = fleetx_err(&o);
+        assert!(e.contains(want), "{o:?}: want {want:?} in {e}");
+    }
+    // A disagreement between Global and Data names both places.
+    let e = fleetx_err(&["Data.batch_size.local_batch_size=16"]);
+    assert!(
+        e.contains("Global.local_batch_size") && e.contains("pretrain_gpt_tiny_single_card.yaml:8"),
+        "{e}"
+    );
+}
+
+/// The mixed-precision lists are held against what run_gpt's AMP does: the shipped black list
+/// is what we do (accepted under AMP); FleetX's white list (`lookup_table`) asks for a
+/// half-precision embedding lookup, which ours is not — refused under AMP, inert without.
+#[test]
+fn amp_lists_match_what_our_amp_does() {
+    for file in [
+        "gpt_124m.yaml",
+        "gpt_345m_single_card.yaml",
+        "gpt_1.3b_single_card.yaml",
+        "gpt_tiny.yaml",
+    ] {
+        let c = GptConfig::load(Some(&config(file)), &[]).unwrap();
+        c.check_amp_lists(true)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+    let c = GptConfig::load(Some(&fleetx("pretrain_gpt_tiny_single_card.yaml")), &[]).unwrap();
+    c.check_amp_lists(false).unwrap();
+    let e = c.check_amp_lists(true).unwrap_err().to_string();
+    assert!(
+        e.contains("Engine.mix_precision.custom_white_list")
+            && e.contains("lookup_table")
+            && e.contains("fp32"),
+        "{e}"
+    );
+    let c = GptConfig::load(
+        Some(&config("gpt_tiny.yaml")),
+        &["Engine.mix_precision.custom_black_list=[softmax]".into()],
+    )
+    .unwrap();
+    let e = c.check_amp_lists(true).unwrap_err().to_string();
+    assert!(e.contains("scaled_dot_product_attention"), "{e}");
+}
+
+/// Issue #28: a config cut off inside `Model:` is an error naming the missing architecture
+/// keys and the file's last line — it used to train the 124M default shape without a word.
+#[test]
+fn a_config_cut_off_inside_model_names_the_missing_keys_and_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(config("gpt_tiny.yaml")).unwrap();
+    let cut = dir.path().join("cut.yaml");
+    std::fs::write(&cut, &text[..text.find("  hidden_size:").unwrap()]).unwrap();
+    let line = text[..text.find("  hidden_size:").unwrap()].lines().count();
+    let e = GptConfig::load_for_training(Some(&cut), &[])
+        .expect_err("a cut-off config must not train")
+        .to_string();
+    for want in [
+        "`Model` has no hidden_size, num_layers, num_attention_heads, max_position_embeddings",
+        "no `Optimizer` section",
+        &format!("ends at line {line} inside `Model:` — truncated?"),
+    ] {
+        assert!(e.contains(want), "want {want:?} in {e}");
+    }
+    // The FleetX layout: the model file holds only Global, Model, Distributed; cut inside
+    // Model, every section is still there (from the base) and the keys are what is missing.
+    let text = std::fs::read_to_string(fleetx("pretrain_gpt_tiny_single_card.yaml")).unwrap();
+    let base = "pretrain_gpt_base.yaml";
+    std::fs::copy(fleetx(base), dir.path().join(base)).unwrap();
+    let cut = dir.path().join("cut_in_model.yaml");
+    std::fs::write(&cut, &text[..text.find("  hidden_size:").unwrap()]).unwrap();
+    let e = GptConfig::load_for_training(Some(&cut), &[])
+        .expect_err("a cut-off config must not train")
+        .to_string();
+    assert!(
+        e.contains("`Model` has no hidden_size") && e.contains("inside `Model:` — truncated?"),
+        "{e}"
+    );
+    assert!(!e.contains("section"), "{e}");
+    // A key given by an override is given.
+    GptConfig::load_for_training(
+        Some(&cut),
+        &[
+            "Model.hidden_size=128".into(),
+            "Model.num_layers=2".into(),
+            "Model.num_attention_heads=4".into(),
+            "Model.max_position_embeddings=128".into(),
+        ],
+    )
+    .unwrap();
+}

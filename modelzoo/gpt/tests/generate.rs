@@ -246,3 +246,97 @@ fn generate_on_an_unavailable_device_is_a_clear_error() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("tpu"), "{err}");
 }
+
+/// Runs run_gpt under a 16 GiB address-space limit, so a regression that allocates what it
+/// was asked for fails this test instead of calling the kernel's OOM killer on the machine.
+fn run_gpt_limited(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 16777216; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_run_gpt"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run_gpt starts");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue #28: `-o Generation.num_return_sequences=1000000000` aborted in the allocator, and a
+/// `max_dec_len` past the model's positions failed only after decoding up to them (exit 1).
+/// Both are checked before anything is allocated: a clear error, exit 2.
+#[test]
+fn oversized_generation_requests_exit_2_before_allocating() {
+    let cfg = GptConfig::load(Some(&tiny_path()), &[]).unwrap();
+    let vs = VarStore::new(Device::Cpu);
+    let _model = Gpt::new(&vs.root(), &cfg.model);
+    let out = tempfile::tempdir().unwrap();
+    let meta = Meta {
+        model: cfg.model.clone(),
+        tokenizer: None,
+    };
+    checkpoint::save(&out.path().join("checkpoints"), 1, &vs, &meta).unwrap();
+    let ckpt = out.path().to_str().unwrap();
+    let tiny = tiny_path();
+    let tiny = tiny.to_str().unwrap();
+    for (o, wants) in [
+        (
+            "Generation.num_return_sequences=1000000000",
+            vec![
+                "Generation.num_return_sequences 1000000000",
+                "lower num_return_sequences",
+            ],
+        ),
+        (
+            "Generation.num_return_sequences=18446744073709551615",
+            vec!["overflows 64-bit arithmetic"],
+        ),
+        (
+            "Generation.max_dec_len=500",
+            vec![
+                "max_dec_len (500)",
+                "more than the model's 128",
+                "-o Generation.max_dec_len=119",
+            ],
+        ),
+    ] {
+        let (code, _, err) = run_gpt_limited(&[
+            "--generate",
+            "--ckpt",
+            ckpt,
+            "--prompt",
+            "Ada walked",
+            "-c",
+            tiny,
+            "-o",
+            o,
+        ]);
+        assert_eq!(code, 2, "{o}: {err}");
+        for want in wants {
+            assert!(err.contains(want), "{o}: want {want:?} in {err}");
+        }
+        assert!(
+            !err.contains("panicked") && !err.contains("memory allocation"),
+            "{o}: {err}"
+        );
+    }
+    // The longest request that fits the positions runs.
+    let (code, stdout, err) = run_gpt_limited(&[
+        "--generate",
+        "--ckpt",
+        ckpt,
+        "--prompt",
+        "Ada walked",
+        "-c",
+        tiny,
+        "-o",
+        "Generation.max_dec_len=119",
+        "-o",
+        "Generation.min_dec_len=119",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("Generation: Ada walked"), "{stdout}");
+}

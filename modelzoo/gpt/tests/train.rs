@@ -239,9 +239,11 @@ fn bad_training_input_is_a_clear_error() {
     assert!(text(&o).contains("nope"), "{}", text(&o));
 }
 
-/// A `-c` file that is empty or lost its `Model` section (truncated) is an error naming the
-/// file — it used to train the built-in 124M model instead (OOM-killed on a 24 GB machine);
-/// sizes that cannot fit and values no run can use are refused up front, exit 2.
+/// A `-c` file that is empty, lost its last sections or was cut off inside `Model:` is an
+/// error naming the file (and the missing keys and the file's last line) — it used to train
+/// the built-in 124M model instead (OOM-killed on a 24 GB machine, or silently the 86M shape
+/// with the file's vocabulary); sizes that cannot fit and values no run can use are refused up
+/// front, exit 2.
 #[test]
 fn empty_truncated_configs_impossible_sizes_and_bad_ranges_exit_2_up_front() {
     let dir = tempfile::tempdir().unwrap();
@@ -255,6 +257,13 @@ fn empty_truncated_configs_impossible_sizes_and_bad_ranges_exit_2_up_front() {
         .find("Model:")
         .expect("gpt_tiny.yaml has a Model section");
     std::fs::write(&truncated, &tiny_text[..cut]).unwrap();
+    let in_model = dir.path().join("in_model.yaml");
+    let cut = tiny_text.find("  hidden_size:").unwrap();
+    std::fs::write(&in_model, &tiny_text[..cut]).unwrap();
+    let last_line = format!(
+        "ends at line {} inside `Model:` — truncated?",
+        tiny_text[..cut].lines().count()
+    );
     let tiny = tiny();
     let c = tiny.to_str().unwrap();
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
@@ -265,8 +274,16 @@ fn empty_truncated_configs_impossible_sizes_and_bad_ranges_exit_2_up_front() {
         (
             vec!["-c", truncated.to_str().unwrap()],
             vec![
-                "truncated.yaml: no `Model` section (found: Engine, Data)",
-                "truncated",
+                "truncated.yaml: incomplete config: no `Model`, `Optimizer` section (found: Engine, Data;",
+                "inside `Data:` — truncated?",
+            ],
+        ),
+        (
+            vec!["-c", in_model.to_str().unwrap()],
+            vec![
+                "in_model.yaml: incomplete config",
+                "`Model` has no hidden_size, num_layers, num_attention_heads, max_position_embeddings",
+                &last_line,
             ],
         ),
         (
@@ -355,4 +372,163 @@ fn tiny_config_runs_on_the_sdaa_emulator_and_its_log_parses() {
     assert!(loss.iter().all(|(_, l)| l.is_finite()));
     assert!(!series(&out, "val.ppl").is_empty());
     assert!(out.join("checkpoints/step_00000003.ckpt").is_file());
+}
+
+fn fleetx_cfg() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fleetx/pretrain_gpt_tiny_single_card.yaml")
+}
+
+/// Issue #28: a config in FleetX's current layout — a model file with `_base_:` its base,
+/// batch sizes and seed in `Global`, data in `Data.Train` / `Data.Eval` — trains the tiny
+/// shape (it used to be refused: unknown section `_base_`). `Global.seed` is the run's seed
+/// when `--seed` is not typed: the run equals one with `--seed 1024` and differs from the
+/// `--seed` default's.
+#[test]
+fn fleetx_layout_with_a_base_chain_trains_and_applies_global_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = fleetx_cfg();
+    let losses = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "-c",
+            cfg.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--step",
+            "3",
+            "-o",
+            "Engine.eval_iters=1",
+            "--output_dir",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args, &[]);
+        assert!(o.status.success(), "{args:?}\n{}", text(&o));
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            stdout.contains("batch_size : 8 "),
+            "Global.local_batch_size is the batch: {stdout}"
+        );
+        series(&out, "train.loss")
+            .into_iter()
+            .map(|x| x.1)
+            .collect::<Vec<f64>>()
+    };
+    let global = losses("global", &[]);
+    assert_eq!(global.len(), 3);
+    assert!(global.iter().all(|l| l.is_finite()));
+    assert_eq!(global, losses("typed", &["--seed", "1024"]));
+    assert_ne!(global, losses("default", &["--seed", "42"]));
+}
+
+/// Issue #28: FleetX keys we cannot honour stop the run before it starts (exit 2), naming the
+/// key and what to do — `Distributed` parallelism used to train on one process without a word.
+#[test]
+fn fleetx_layout_refusals_exit_2_before_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = fleetx_cfg();
+    let c = cfg.to_str().unwrap();
+    let out = dir.path().join("out");
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        // Global.device: gpu against the default --device cpu.
+        (vec![], vec!["Global.device", "pass --device cuda"]),
+        (
+            vec![
+                "--device",
+                "cpu",
+                "-o",
+                "Distributed.mp_degree=2",
+                "-o",
+                "Distributed.sharding.sharding_degree=2",
+                "-o",
+                "Distributed.sharding.sharding_stage=2",
+            ],
+            vec![
+                "Distributed.mp_degree",
+                "this config would train on one process",
+            ],
+        ),
+        (
+            vec!["--device", "cpu", "-o", "Distributed.dp_degree=2"],
+            vec!["Distributed.dp_degree", "1 data-parallel process"],
+        ),
+        (
+            vec![
+                "--device",
+                "cpu",
+                "-o",
+                "Engine.mix_precision.use_pure_fp16=True",
+            ],
+            vec!["custom_white_list", "lookup_table", "remove it"],
+        ),
+        (
+            vec!["--device", "cpu", "--autocast"],
+            vec!["custom_white_list", "lookup_table"],
+        ),
+        (
+            vec!["--device", "cpu", "-o", "Engine.accumulate_steps=4"],
+            vec!["Engine.accumulate_steps", "set it to 1"],
+        ),
+        (
+            vec!["--device", "cpu", "--epoch", "2", "--step", "-1"],
+            vec!["Engine.save_load.save_epoch", "save_epoch to 2"],
+        ),
+    ];
+    for (extra, wants) in cases {
+        let mut args = vec!["-c", c, "--output_dir", out.to_str().unwrap()];
+        args.extend(extra.iter().copied());
+        let o = run(&args, &[]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        for want in wants {
+            assert!(t.contains(want), "{args:?}: want {want:?} in\n{t}");
+        }
+        assert!(!out.exists(), "{args:?}: refused before writing anything");
+    }
+}
+
+/// Issue #28: `--resume` with a file that is not a checkpoint is one error line naming the
+/// file and what was expected (exit 2) — it used to print libtorch's C++ backtrace.
+#[test]
+fn resuming_from_a_file_that_is_not_a_checkpoint_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny();
+    for (name, bytes) in [
+        ("notes.ckpt", b"hello\n".to_vec()),
+        ("zip.ckpt", b"PK\x03\x04 not really a zip".to_vec()),
+    ] {
+        let bad = dir.path().join(name);
+        std::fs::write(&bad, bytes).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let o = run(
+            &[
+                "-c",
+                cfg.to_str().unwrap(),
+                "--step",
+                "2",
+                "--resume",
+                bad.to_str().unwrap(),
+                "--output_dir",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or_else(|| panic!("{err}"));
+        assert!(
+            line.contains(bad.to_str().unwrap())
+                && line.contains("not a checkpoint")
+                && line.contains("step_*.ckpt"),
+            "{line}"
+        );
+        assert!(
+            !err.contains("frame #") && !err.contains("Exception raised from"),
+            "{err}"
+        );
+    }
 }

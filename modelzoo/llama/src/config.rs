@@ -22,7 +22,8 @@ pub type LlamaConfig = LmConfig<Model>;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Model {
-    /// FleetX `module` / `name`, accepted for compatibility (`LlamaModule` / `Llama`).
+    /// FleetX-style `module` / `name`: `module` must be `LlamaModule`, `name` `Llama` (any
+    /// case).
     pub module: Option<String>,
     pub name: Option<String>,
     pub vocab_size: i64,
@@ -49,8 +50,12 @@ pub struct Model {
     pub use_recompute: bool,
     /// `full` (or empty): whole decoder layers are recomputed; nothing finer is implemented.
     pub recompute_granularity: Option<String>,
-    /// libtorch's `linear` is one GEMM call either way; accepted for FleetX compatibility.
+    /// libtorch's `linear` is one GEMM call either way (LLaMA's projections have no bias to
+    /// fuse); accepted for FleetX compatibility.
     pub fused_linear: bool,
+    /// Megatron sequence parallelism (with tensor parallelism): not implemented, `True` is
+    /// refused.
+    pub sequence_parallel: bool,
 }
 
 impl Default for Model {
@@ -73,6 +78,7 @@ impl Default for Model {
             use_recompute: false,
             recompute_granularity: None,
             fused_linear: false,
+            sequence_parallel: false,
         }
     }
 }
@@ -120,6 +126,22 @@ impl Model {
                     "run_llama builds only `Llama`",
                 ));
             }
+        }
+        if let Some(module) = &self.module {
+            if module != "LlamaModule" {
+                return Err(unsupported(
+                    "Model.module",
+                    module,
+                    "run_llama implements `LlamaModule` (training and --generate)",
+                ));
+            }
+        }
+        if self.sequence_parallel {
+            return Err(unsupported(
+                "Model.sequence_parallel",
+                true,
+                "sequence parallelism (part of tensor parallelism) is not implemented; set it to False",
+            ));
         }
         let positive: [(&'static str, i64); 7] = [
             ("Model.vocab_size", self.vocab_size),
@@ -191,13 +213,46 @@ impl ModelSection for Model {
     const PROGRAM: &'static str = "run_llama";
     const DEFAULTS: &'static str = "the built-in LLaMA-2-7B shape";
     const EXAMPLE: &'static str = "modelzoo/llama/configs/llama_tiny.yaml";
+    const REQUIRED_KEYS: &'static [&'static str] = &[
+        "vocab_size",
+        "hidden_size",
+        "num_layers",
+        "num_attention_heads",
+        "ffn_hidden_size",
+        "max_position_embeddings",
+    ];
+    const TRAINING_MODULE: &'static str = "LlamaModule";
 
     fn validate(&self) -> Result<(), Unsupported> {
         Model::validate(self)
     }
 
+    fn module(&self) -> Option<&str> {
+        self.module.as_deref()
+    }
+
     fn max_position_embeddings(&self) -> i64 {
         self.max_position_embeddings
+    }
+
+    fn vocab_size(&self) -> i64 {
+        self.vocab_size
+    }
+
+    fn parameters(&self) -> u64 {
+        self.num_params()
+    }
+
+    /// Every layer caches its keys and values for the key/value heads (before the
+    /// grouped-query repeat).
+    fn kv_values_per_position(&self) -> u64 {
+        let u = |v: i64| v.max(0) as u64;
+        modelzoo_engine::runner::bytes(&[
+            u(self.num_layers),
+            2,
+            u(self.kv_heads()),
+            u(self.head_dim()),
+        ])
     }
 
     /// The least memory one training step with micro-batches of `micro` needs (see

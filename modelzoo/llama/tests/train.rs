@@ -278,3 +278,69 @@ fn bad_input_exits_2_with_a_clear_error() {
         assert!(!t.contains("panicked"), "{args:?}: {t}");
     }
 }
+
+/// Issue #28: a config cut off inside `Model:` names the missing architecture keys and the
+/// file's last line (it used to build the 6.5B default shape, stopped only by the memory
+/// check); a generation too long for the model's positions or with more sequences than
+/// memory holds is refused before anything is allocated (it drove run_llama into the OOM
+/// killer). Exit 2 each time. The generation runs under a 16 GiB address-space limit, so a
+/// regression fails here instead of exhausting the machine.
+#[test]
+fn cut_off_configs_and_oversized_generations_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(tiny()).unwrap();
+    let cut_at = yaml.find("  hidden_size:").unwrap();
+    let cut = dir.path().join("cut.yaml");
+    std::fs::write(&cut, &yaml[..cut_at]).unwrap();
+    let o = run(&[
+        "-c",
+        cut.to_str().unwrap(),
+        "--output_dir",
+        dir.path().join("never").to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    for want in [
+        "`Model` has no hidden_size, num_layers, num_attention_heads, ffn_hidden_size, max_position_embeddings",
+        &format!(
+            "ends at line {} inside `Model:` — truncated?",
+            yaml[..cut_at].lines().count()
+        ),
+    ] {
+        assert!(t.contains(want), "want {want:?} in\n{t}");
+    }
+    assert!(!t.contains("one training step needs"), "{t}");
+
+    let out = dir.path().join("run");
+    train(&out, "1", &[]);
+    let cfg = tiny();
+    for (o, want) in [
+        (
+            "Generation.num_return_sequences=1000000000",
+            "Generation.num_return_sequences 1000000000",
+        ),
+        ("Generation.max_dec_len=500", "more than the model's 128"),
+    ] {
+        let r = Command::new("bash")
+            .arg("-c")
+            .arg("ulimit -v 16777216; exec \"$0\" \"$@\"")
+            .arg(BIN)
+            .args([
+                "--generate",
+                "--ckpt",
+                out.to_str().unwrap(),
+                "--prompt",
+                "Ada walked",
+                "-c",
+                cfg.to_str().unwrap(),
+                "-o",
+                o,
+            ])
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("run_llama starts");
+        let t = text(&r);
+        assert_eq!(r.status.code(), Some(2), "{o}: {t}");
+        assert!(t.contains(want), "{o}: want {want:?} in\n{t}");
+    }
+}

@@ -6,10 +6,89 @@
 //! yields the CPU's text. `run_gpt` and `run_llama` share this loop; each model only says how
 //! one forward step with its cache runs ([`CausalLm`]).
 
+use modelzoo_engine::runner::{bytes, bytes_sum, host_available, human_bytes};
 use modelzoo_engine::TrainDevice;
 use tch::{Kind, Tensor};
 
-use crate::config::{DecodeStrategy, Generation};
+use crate::config::{DecodeStrategy, Generation, ModelSection};
+
+/// Refuses, before anything is allocated, a generation that cannot run: a prompt plus
+/// `max_dec_len` longer than the model's positions (it would fail after decoding up to
+/// there), or `num_return_sequences` sequences of that length that cannot fit in memory (an
+/// allocation abort or the kernel's OOM killer otherwise). `device` is where the model runs,
+/// `on_cpu` whether that is the host. The memory is a lower bound: fp32 weights (generation
+/// runs in the checkpoint's fp32, built on the host first), every sequence's KV cache at full
+/// length, the prompt pass's logits, and on the host each sequence's last logits and tokens.
+pub fn check_request<M: ModelSection>(
+    model: &M,
+    params: &Generation,
+    prompt_len: usize,
+    device: &dyn TrainDevice,
+    on_cpu: bool,
+) -> Result<(), String> {
+    let max = model.max_position_embeddings().max(0) as u64;
+    let p = prompt_len as u64;
+    let m = params.max_dec_len as u64;
+    if p > max {
+        return Err(format!(
+            "the prompt is {p} tokens, more than the model's {max} positions (Model.max_position_embeddings); shorten it"
+        ));
+    }
+    // The last token chosen is never fed back, so the cache holds prompt + max_dec_len - 1.
+    let positions = p.saturating_add(m.max(1)) - 1;
+    if positions > max {
+        return Err(format!(
+            "the prompt ({p} tokens) plus Generation.max_dec_len ({m}) needs {positions} positions, more than the model's {max} (Model.max_position_embeddings); lower max_dec_len to {} (-o Generation.max_dec_len={}) or shorten the prompt",
+            max - p + 1,
+            max - p + 1
+        ));
+    }
+    let n = params.num_return_sequences as u64;
+    let vocab = model.vocab_size().max(0) as u64;
+    let weights = bytes(&[model.parameters(), 4]);
+    let on_device = bytes_sum(&[
+        weights,
+        bytes(&[n, positions, model.kv_values_per_position(), 4]),
+        bytes(&[n, p, vocab, 4]),
+    ]);
+    // Per sequence on the host: its token list (24 + 8 per token), its last logits, the
+    // next id and its done flag.
+    let per_sequence = bytes_sum(&[24, bytes(&[m, 8]), bytes(&[vocab, 4]), 9]);
+    let host_extra = bytes(&[n, per_sequence]);
+    let mut checks: Vec<(u64, String, u64, String)> = Vec::new();
+    if let Some((avail, source)) = host_available() {
+        let need = if on_cpu {
+            bytes_sum(&[on_device, host_extra])
+        } else {
+            bytes_sum(&[weights, host_extra])
+        };
+        checks.push((need, "host memory".into(), avail, source.to_string()));
+    }
+    if !on_cpu {
+        if let Some((free, total)) = device.memory_info() {
+            checks.push((
+                on_device,
+                format!("{} memory", device.label()),
+                free,
+                format!("free of {} on the device", human_bytes(total)),
+            ));
+        }
+    }
+    for (need, place, avail, source) in checks {
+        if need > avail {
+            return Err(format!(
+                "Generation.num_return_sequences {n} of {positions} positions (prompt {p} + max_dec_len {m}): generating needs {} of {place} (fp32 weights, each sequence's KV cache and logits), but {} is available ({source}); lower num_return_sequences or max_dec_len",
+                if need == u64::MAX {
+                    human_bytes(need)
+                } else {
+                    format!("at least {}", human_bytes(need))
+                },
+                human_bytes(avail)
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// A decoder that continues token ids from a cache of what it has seen.
 pub trait CausalLm {

@@ -15,7 +15,7 @@ use run_scripts_template::StandardArgs;
 use tch::nn::{self, VarStore};
 use tch::{Device, Tensor};
 
-use crate::config::{Data, LmConfig, ModelSection, Optimizer};
+use crate::config::{unsupported, Data, LmConfig, ModelSection, Optimizer};
 use crate::{Corpus, GptDataset, Split, TokenBatch, TokenBatches, Tokenizer};
 
 /// A network [`LmModule`] trains: logits for token windows.
@@ -285,24 +285,67 @@ pub fn training_config<M: ModelSection>(std: &StandardArgs) -> Result<LmConfig<M
     Ok(config)
 }
 
+/// The seed of a run: `--seed` when typed, else the config's `Global.seed`, else `--seed`'s
+/// default.
+pub fn run_seed<M>(std: &StandardArgs, config: &LmConfig<M>) -> u64 {
+    match config.global.seed {
+        Some(seed) if !std.explicit.seed => seed,
+        _ => std.seed as u64,
+    }
+}
+
+/// The config's `Global.device` against `--device` (see `Global::check_device`).
+pub fn check_device<M>(std: &StandardArgs, config: &LmConfig<M>) -> Result<(), RunError> {
+    config
+        .global
+        .check_device(&std.device, std.explicit.device)
+        .map_err(RunError::input)
+}
+
 /// A language model's training plan, the same for every decoder: the config
 /// ([`training_config`]), FleetX's batch sizes resolved against the data-parallel world (global
 /// batch = local batch × processes), the engine settings with the config's `Engine` section
-/// under the flags, and the memory one step needs.
+/// under the flags, and the memory one step needs. The FleetX keys that need the command line
+/// or the world are applied or refused here: `Global.seed` / `Global.device` (flags win),
+/// `Distributed.dp_degree`, `Engine.accumulate_steps`, `Engine.save_load.save_epoch` and the
+/// mixed-precision op lists (against whether this run uses AMP).
 pub fn plan<M: ModelSection>(std: &StandardArgs) -> Result<Plan<LmConfig<M>>, RunError> {
     let config = training_config::<M>(std)?;
+    check_device(std, &config)?;
     let world = WorldInfo::from_env()
         .map_err(RunError::input)?
         .map_or(1, |w| w.world_size);
+    config
+        .distributed
+        .check_world(world)
+        .map_err(RunError::input)?;
     let batch = config
         .data
         .batch_size
         .resolve(world as u64)
         .map_err(RunError::input)?;
+    if let Some(given) = config
+        .accumulate_steps
+        .filter(|&a| a != batch.accumulate_steps)
+    {
+        return Err(RunError::input(unsupported(
+            "Engine.accumulate_steps",
+            given,
+            format!(
+                "accumulation is local_batch_size / micro_batch_size = {} / {} = {} (FleetX derives it the same way); set it to {} or leave it empty",
+                batch.local, batch.micro, batch.accumulate_steps, batch.accumulate_steps
+            ),
+        )));
+    }
     let section = std.config.is_some().then_some(&config.engine);
     let mut settings = runner::settings_from_args(std, section).map_err(RunError::input)?;
     settings.accumulate_steps = batch.accumulate_steps;
+    settings.seed = run_seed(std, &config);
+    config
+        .check_save_epoch(settings.num_train_epochs)
+        .map_err(RunError::input)?;
     let amp = std.autocast || section.is_some_and(|e| e.mix_precision.use_pure_fp16);
+    config.check_amp_lists(amp).map_err(RunError::input)?;
     Ok(Plan {
         settings,
         batch_size: batch.local as usize,
