@@ -2,8 +2,9 @@
 //!
 //! The writer ([`Logger`]) is compatible with `tcap_dllogger` (stdout `TCAPPDLL ...` lines and
 //! the JSON stream backend); the reader turns any log a user has — our JSON lines, tcap JSON
-//! and stdout lines, NVIDIA `DLLL` lines, plain `loss 1.23` lines — into [`Record`]s in one
-//! bounded-memory pass.
+//! and stdout lines, NVIDIA `DLLL` lines, `Epoch[3]: train_loss 2.53 | val_loss 2.50` epoch
+//! summaries, CSV metric files, plain `loss 1.23` lines — into [`Record`]s in one
+//! bounded-memory pass, and keeps what `PARAMETER` records say about the run.
 //!
 //! ```no_run
 //! use dllogger::{JsonStreamBackend, Logger, Metadata, StdOutBackend, Verbosity};
@@ -23,6 +24,7 @@
 mod backend;
 mod call;
 mod clock;
+mod csv;
 mod logger;
 mod parse;
 mod pyfmt;
@@ -37,5 +39,7 @@ pub use logger::Logger;
 pub use parse::{parse_line, LineParse};
 pub use pyfmt::write_py_float;
 pub use rank::{rank_from_env, rank_from_vars};
-pub use reader::{open, FormatCounts, LogReader, ReadError, ReadStats, DEFAULT_MAX_LINE};
+pub use reader::{
+    open, FormatCounts, LogReader, ReadError, ReadStats, DEFAULT_MAX_LINE, MAX_PARAMETERS,
+};
 pub use record::{LogFormat, Metadata, Record};

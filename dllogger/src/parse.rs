@@ -27,7 +27,7 @@ pub enum LineParse {
 /// Parses one line (without its `\n`; a trailing `\r` is ignored).
 pub fn parse_line(line: &[u8]) -> LineParse {
     let mut out = Vec::new();
-    let outcome = parse_line_into(line, &mut out, &mut |_, _| {});
+    let outcome = parse_line_into(line, &mut out, &mut |_| {});
     if !out.is_empty() {
         LineParse::Records(out.into_iter().map(|(_, r)| r).collect())
     } else if outcome.malformed {
@@ -59,6 +59,18 @@ pub(crate) enum ParseError {
     NoDatetime,
 }
 
+/// What a line declares besides records: a metric's METADATA, or one entry of a `PARAMETER`
+/// record (the run's configuration: model, batch size, lr ..., values as written).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Declared {
+    Metadata(String, Metadata),
+    Parameter(String, String),
+}
+
+/// The longest parameter value kept (a config dump logged as one value is cut here, so a
+/// PARAMETER record cannot grow the reader's memory).
+pub(crate) const MAX_PARAMETER_TEXT: usize = 256;
+
 /// How a line was classified beyond the records it produced.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Outcome {
@@ -78,11 +90,11 @@ static DASH_FINDER: LazyLock<memmem::Finder<'static>> =
 static LOSS_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"loss "));
 
-/// Parses `line`, pushing records to `out` and METADATA entries to `on_meta`.
+/// Parses `line`, pushing records to `out` and METADATA / PARAMETER entries to `on_decl`.
 pub(crate) fn parse_line_into(
     line: &[u8],
     out: &mut Vec<(LogFormat, Record)>,
-    on_meta: &mut dyn FnMut(String, Metadata),
+    on_decl: &mut dyn FnMut(Declared),
 ) -> Outcome {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut oc = Outcome::default();
@@ -104,7 +116,7 @@ pub(crate) fn parse_line_into(
     };
     let mut from = 0;
     if let Some((start, flavor)) = json_start {
-        match parse_json_line(&line[start..], flavor, out, on_meta) {
+        match parse_json_line(&line[start..], flavor, out, on_decl) {
             Ok((consumed, meta)) => {
                 oc.meta |= meta;
                 from = start + consumed;
@@ -124,7 +136,7 @@ pub(crate) fn parse_line_into(
             let trimmed = body.iter().position(|&c| c != b' ').unwrap_or(body.len());
             if body.get(trimmed) == Some(&b'{') {
                 let start = body_start + trimmed;
-                match parse_json_line(&line[start..], Flavor::Tcap, out, on_meta) {
+                match parse_json_line(&line[start..], Flavor::Tcap, out, on_decl) {
                     Ok((consumed, meta)) => {
                         oc.meta |= meta;
                         pos = match finder.find(&line[start + consumed..]) {
@@ -142,8 +154,9 @@ pub(crate) fn parse_line_into(
                 }
             } else {
                 let end = finder.find(body).map_or(line.len(), |n| body_start + n);
-                if parse_stdout_segment(&line[body_start..end], out).is_err() {
-                    oc.malformed = true;
+                match parse_stdout_segment(&line[body_start..end], out, on_decl) {
+                    Ok(meta) => oc.meta |= meta,
+                    Err(_) => oc.malformed = true,
                 }
                 pos = end;
             }
@@ -151,6 +164,10 @@ pub(crate) fn parse_line_into(
         return oc;
     }
     if json_start.is_some() {
+        return oc;
+    }
+    if let Some(rec) = epoch_summary(line) {
+        out.push((LogFormat::EpochSummary, rec));
         return oc;
     }
     if let Some((at, v)) = plain_loss(line) {
@@ -162,11 +179,129 @@ pub(crate) fn parse_line_into(
                 iteration,
                 val_iteration: None,
                 rank: 0,
+                step_name: None,
                 metrics: vec![("loss".to_owned(), v)],
             },
         ));
     }
     oc
+}
+
+// ---------------------------------------------------------------------------------------------
+// Epoch summaries: `Epoch[3]: train_loss 2.5325 acc1 33.49 | val_loss 2.5057 acc1 33.52 lr 0.1`
+
+/// Most name–value pairs read from one epoch summary (a longer line is not one).
+const MAX_SUMMARY_PAIRS: usize = 256;
+
+/// An epoch summary line: `Epoch[<n>]:` (any case, anywhere in the line, so a logging prefix
+/// may precede it), then only `name value` pairs (`name: value` and `name=value` too; a value
+/// may end in `%`), parts separated by `|`. The part before the first `|` is the training
+/// part; a name after it that the training part already has is the validation value and is
+/// named `val_<name>` (`acc1` → `val_acc1`); other names keep theirs (`val_loss`, `lr`).
+/// `iter` / `iteration` / `step` pairs number the record instead of being metrics. Anything
+/// else after the colon (a tqdm bar with an `Epoch[3]` description) means it is not one.
+fn epoch_summary(line: &[u8]) -> Option<Record> {
+    let (epoch, rest) = epoch_label(line)?;
+    let mut rec = empty_record();
+    rec.epoch = Some(epoch);
+    let mut train_names: Vec<&[u8]> = Vec::new();
+    for (part, segment) in rest.split(|&c| c == b'|').enumerate() {
+        let mut tokens = segment
+            .split(|c: &u8| c.is_ascii_whitespace())
+            .filter(|t| !t.is_empty());
+        while let Some(tok) = tokens.next() {
+            let (name, value) = match tok.iter().position(|&c| c == b'=' || c == b':') {
+                Some(i) if i + 1 < tok.len() => (&tok[..i], &tok[i + 1..]),
+                Some(i) => (&tok[..i], tokens.next()?),
+                None => (tok, tokens.next()?),
+            };
+            let name = name.strip_suffix(b":").unwrap_or(name);
+            if !is_metric_name(name) || rec.metrics.len() >= MAX_SUMMARY_PAIRS {
+                return None;
+            }
+            let value = summary_number(value)?;
+            match name.to_ascii_lowercase().as_slice() {
+                b"iter" | b"iteration" | b"step" => {
+                    rec.iteration = Some(
+                        ((0.0..1.8e19).contains(&value) && value.fract() == 0.0)
+                            .then_some(value as u64)?,
+                    );
+                    continue;
+                }
+                b"epoch" => continue,
+                _ => {}
+            }
+            let key = if part == 0 {
+                train_names.push(name);
+                String::from_utf8_lossy(name).into_owned()
+            } else if train_names.contains(&name) {
+                format!("val_{}", String::from_utf8_lossy(name))
+            } else {
+                String::from_utf8_lossy(name).into_owned()
+            };
+            if !rec.metrics.iter().any(|(k, _)| *k == key) {
+                rec.metrics.push((key, value));
+            }
+        }
+    }
+    (!rec.metrics.is_empty()).then_some(rec)
+}
+
+/// `Epoch[<n>]:` in `line` (the word starting a token, any case): the epoch and the text
+/// after the colon.
+fn epoch_label(line: &[u8]) -> Option<(u64, &[u8])> {
+    let mut from = 0;
+    while let Some(off) = memchr::memchr(b'[', &line[from..]) {
+        let open = from + off;
+        from = open + 1;
+        if open < 5 || !line[open - 5..open].eq_ignore_ascii_case(b"epoch") {
+            continue;
+        }
+        if open > 5 && line[open - 6].is_ascii_alphanumeric() {
+            continue;
+        }
+        let digits = line[open + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        let close = open + 1 + digits;
+        if digits == 0 || digits > 19 || line.get(close) != Some(&b']') {
+            continue;
+        }
+        let after = trim_start(&line[close + 1..]);
+        let Some(rest) = after.strip_prefix(b":") else {
+            continue;
+        };
+        let epoch = std::str::from_utf8(&line[open + 1..close])
+            .ok()?
+            .parse()
+            .ok()?;
+        return Some((epoch, rest));
+    }
+    None
+}
+
+/// A metric name: a letter or `_`, then letters, digits, `_`, `.`, `-`, `@`, `/`.
+fn is_metric_name(name: &[u8]) -> bool {
+    name.first()
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        && name.len() <= 128
+        && name
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-' | b'@' | b'/'))
+}
+
+/// A summary value: a number, maybe followed by `%` or a separating `,` / `;`.
+fn summary_number(v: &[u8]) -> Option<f64> {
+    let v = v.strip_suffix(b",").or(v.strip_suffix(b";")).unwrap_or(v);
+    let v = v.strip_suffix(b"%").unwrap_or(v);
+    if v.is_empty()
+        || !(v[0].is_ascii_digit()
+            || matches!(v[0], b'-' | b'+' | b'.' | b'n' | b'N' | b'i' | b'I'))
+    {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse::<f64>().ok()
 }
 
 /// The ModelZoo loss.py fallback `loss ([\d\.e-]+)`: the first `loss ` followed by such a
@@ -303,14 +438,36 @@ fn empty_record() -> Record {
         iteration: None,
         val_iteration: None,
         rank: 0,
+        step_name: None,
         metrics: Vec::new(),
     }
+}
+
+/// A parameter entry: the key and the value's text, cut to [`MAX_PARAMETER_TEXT`].
+fn declare_parameter(on_decl: &mut dyn FnMut(Declared), key: &[u8], value: &[u8]) {
+    if key == b"rank" || key.is_empty() {
+        return;
+    }
+    let key = String::from_utf8_lossy(&key[..key.len().min(MAX_PARAMETER_TEXT)]).into_owned();
+    let mut end = value.len().min(MAX_PARAMETER_TEXT);
+    while end < value.len() && end > 0 && (value[end] & 0xC0) == 0x80 {
+        end -= 1; // do not cut inside a UTF-8 character
+    }
+    on_decl(Declared::Parameter(
+        key,
+        String::from_utf8_lossy(trim(&value[..end])).into_owned(),
+    ));
 }
 
 // ---------------------------------------------------------------------------------------------
 // tcap stdout: `<datetime> - Epoch: E Iteration: I  rank : R  k : v unit  k : v`
 
-fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Result<(), ParseError> {
+/// Returns whether the segment was a `PARAMETER` line (declared, not a record).
+fn parse_stdout_segment(
+    seg: &[u8],
+    out: &mut Vec<(LogFormat, Record)>,
+    on_decl: &mut dyn FnMut(Declared),
+) -> Result<bool, ParseError> {
     let dash = DASH_FINDER.find(seg).ok_or(ParseError::NoDatetime)?;
     // The datetime (`2025-05-15 14:20:10.934968`) starts with a digit and is short.
     if dash > 40 || !seg.first().is_some_and(u8::is_ascii_digit) {
@@ -337,7 +494,19 @@ fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Resul
             body = &rest[n..];
         }
     }
-    // `key : value` pairs; tokens without a colon (units, a text step) are passed over.
+    // A text step (`PARAMETER`, `FINISHED`): the first token when no number label came and
+    // it is not itself a key (`rank : 0` after an empty step).
+    if rec.epoch.is_none() && rec.iteration.is_none() && rec.val_iteration.is_none() {
+        let b = trim_start(body);
+        let n = b.iter().position(|&c| c == b' ').unwrap_or(b.len());
+        let after = trim_start(&b[n..]);
+        if n > 0 && !b[..n].contains(&b':') && !after.starts_with(b":") {
+            rec.step_name = Some(String::from_utf8_lossy(&b[..n]).into_owned());
+            body = &b[n..];
+        }
+    }
+    let parameters = rec.step_name.as_deref() == Some("PARAMETER");
+    // `key : value` pairs; tokens without a colon (units) are passed over.
     let mut has_rank = false;
     let mut i = 0;
     while let Some(off) = memchr::memchr(b':', &body[i..]) {
@@ -364,14 +533,21 @@ fn parse_stdout_segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) -> Resul
                 return Err(ParseError::MissingValue);
             }
             let raw = &body[vs..ve];
-            add_pair(&mut rec, &mut has_rank, key, parse_number(raw), raw);
+            if parameters {
+                declare_parameter(on_decl, key, raw);
+            } else {
+                add_pair(&mut rec, &mut has_rank, key, parse_number(raw), raw);
+            }
         }
         i = ve.max(colon + 1);
+    }
+    if parameters {
+        return Ok(true);
     }
     if !rec.metrics.is_empty() {
         out.push((LogFormat::TcapStdout, rec));
     }
-    Ok(())
+    Ok(false)
 }
 
 fn trim_start(s: &[u8]) -> &[u8] {
@@ -394,7 +570,7 @@ fn parse_json_line(
     s: &[u8],
     flavor: Flavor,
     out: &mut Vec<(LogFormat, Record)>,
-    on_meta: &mut dyn FnMut(String, Metadata),
+    on_decl: &mut dyn FnMut(Declared),
 ) -> Result<(usize, bool), ParseError> {
     let mut sc = Scanner { b: s, i: 0 };
     let mut ty: Option<Cow<[u8]>> = None;
@@ -438,15 +614,21 @@ fn parse_json_line(
     match ty {
         b"METADATA" => {
             if let (Some(m), Some((a, b))) = (metric, metadata) {
-                on_meta(
+                on_decl(Declared::Metadata(
                     String::from_utf8_lossy(&m).into_owned(),
                     parse_metadata(&s[a..b])?,
-                );
+                ));
             }
             return Ok((consumed, true));
         }
         b"LOG" => {}
-        _ => return Ok((consumed, true)), // INFO, PARAMETER, ...
+        b"PARAMETER" => {
+            if let Some((a, b)) = data {
+                parse_parameters(&s[a..b], on_decl)?;
+            }
+            return Ok((consumed, true));
+        }
+        _ => return Ok((consumed, true)), // INFO, ...
     }
     let Some((da, db)) = data else {
         return Ok((consumed, true));
@@ -484,8 +666,10 @@ fn parse_json_line(
             Some(b'"') => {
                 let text = st.string()?;
                 if &*text == b"PARAMETER" {
+                    parse_parameters(&s[da..db], on_decl)?;
                     return Ok((consumed, true));
                 }
+                rec.step_name = Some(String::from_utf8_lossy(&text).into_owned());
             }
             _ => {}
         }
@@ -516,6 +700,63 @@ fn parse_json_line(
     }
     out.push((format, rec));
     Ok((consumed, false))
+}
+
+/// A `PARAMETER` record's `data`: a JSON object (ours, NVIDIA's) or tcap's Python-repr string;
+/// every entry is declared with its value as text (strings unquoted).
+fn parse_parameters(dv: &[u8], on_decl: &mut dyn FnMut(Declared)) -> Result<(), ParseError> {
+    match dv.first() {
+        Some(b'{') => {
+            let mut sc = Scanner { b: dv, i: 0 };
+            sc.object_pairs(|sc, key| {
+                if sc.peek() == Some(b'"') {
+                    let v = sc.string()?;
+                    declare_parameter(on_decl, key, &v);
+                } else {
+                    let a = sc.i;
+                    sc.skip_value()?;
+                    declare_parameter(on_decl, key, &sc.b[a..sc.i]);
+                }
+                Ok(())
+            })
+        }
+        Some(b'"') => {
+            let text = Scanner { b: dv, i: 0 }.string()?;
+            let mut p = PyScanner { b: &text, i: 0 };
+            p.ws();
+            if p.next() != Some(b'{') {
+                return Err(ParseError::Expected(b'{'));
+            }
+            p.ws();
+            if p.peek() == Some(b'}') {
+                return Ok(());
+            }
+            loop {
+                p.ws();
+                let key = p.string()?;
+                p.ws();
+                if p.next() != Some(b':') {
+                    return Err(ParseError::Expected(b':'));
+                }
+                p.ws();
+                if matches!(p.peek(), Some(b'\'') | Some(b'"')) {
+                    let v = p.string()?;
+                    declare_parameter(on_decl, &key, &v);
+                } else {
+                    let a = p.i;
+                    p.bare()?;
+                    declare_parameter(on_decl, &key, &p.b[a..p.i]);
+                }
+                p.ws();
+                match p.next() {
+                    Some(b',') => continue,
+                    Some(b'}') => return Ok(()),
+                    _ => return Err(ParseError::Expected(b'}')),
+                }
+            }
+        }
+        _ => Err(ParseError::BadValue),
+    }
 }
 
 /// `{"unit": "imgs/s", "format": ":.3f", "GOAL": "MAXIMIZE", "STAGE": "TRAIN"}`.
@@ -857,11 +1098,11 @@ mod tests {
         let mut out = Vec::new();
         let seg = b"2025-05-15 14:20:10 - Epoch: 0 Iteration: 3  train.loss :";
         assert_eq!(
-            parse_stdout_segment(seg, &mut out),
+            parse_stdout_segment(seg, &mut out, &mut |_| {}),
             Err(ParseError::MissingValue)
         );
         assert_eq!(
-            parse_stdout_segment(b"no datetime here", &mut out),
+            parse_stdout_segment(b"no datetime here", &mut out, &mut |_| {}),
             Err(ParseError::NoDatetime)
         );
         let mut rec = empty_record();

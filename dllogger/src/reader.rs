@@ -5,7 +5,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::parse::parse_line_into;
+use crate::csv;
+use crate::parse::{parse_line_into, Declared};
 use crate::record::{LogFormat, Metadata, Record};
 
 /// Records produced per format.
@@ -16,6 +17,8 @@ pub struct FormatCounts {
     pub tcap_stdout: u64,
     pub nvidia_dlll: u64,
     pub plain_loss: u64,
+    pub epoch_summary: u64,
+    pub csv: u64,
 }
 
 impl FormatCounts {
@@ -26,6 +29,8 @@ impl FormatCounts {
             LogFormat::TcapStdout => self.tcap_stdout,
             LogFormat::NvidiaDlll => self.nvidia_dlll,
             LogFormat::PlainLoss => self.plain_loss,
+            LogFormat::EpochSummary => self.epoch_summary,
+            LogFormat::Csv => self.csv,
         }
     }
     fn bump(&mut self, f: LogFormat) {
@@ -35,6 +40,8 @@ impl FormatCounts {
             LogFormat::TcapStdout => &mut self.tcap_stdout,
             LogFormat::NvidiaDlll => &mut self.nvidia_dlll,
             LogFormat::PlainLoss => &mut self.plain_loss,
+            LogFormat::EpochSummary => &mut self.epoch_summary,
+            LogFormat::Csv => &mut self.csv,
         } += 1;
     }
 }
@@ -57,7 +64,8 @@ pub struct ReadStats {
     pub bytes: u64,
     /// Lines that produced at least one record.
     pub record_lines: u64,
-    /// Known-format lines without metric values: METADATA, INFO, `PARAMETER` steps.
+    /// Known-format lines without metric values: METADATA, INFO, `PARAMETER` steps, CSV
+    /// headers.
     pub metadata: u64,
     /// Records per format.
     pub formats: FormatCounts,
@@ -94,6 +102,7 @@ const EMPTY: Record = Record {
     iteration: None,
     val_iteration: None,
     rank: 0,
+    step_name: None,
     metrics: Vec::new(),
 };
 
@@ -104,11 +113,15 @@ pub const DEFAULT_MAX_LINE: usize = 1 << 20;
 /// METADATA entries kept at most (a log declares a handful; the cap bounds memory).
 const MAX_METADATA: usize = 4096;
 
+/// `PARAMETER` entries kept at most (values are cut at 256 bytes), for the same reason.
+pub const MAX_PARAMETERS: usize = 256;
+
 /// Reads records from any `BufRead`, one line at a time.
 ///
 /// Memory stays bounded whatever the input: one line buffer of at most the line limit
 /// ([`DEFAULT_MAX_LINE`]; of a longer line, only the text since its latest `\r` is held, up
-/// to the limit), the records of one line, and the METADATA table. An I/O error ends
+/// to the limit), the records of one line, the METADATA and PARAMETER tables (capped) and the
+/// last CSV header (at most 256 short column names). An I/O error ends
 /// the iteration; check [`LogReader::error`] afterwards (or use [`LogReader::try_next`]).
 pub struct LogReader<R: BufRead> {
     inner: R,
@@ -118,9 +131,18 @@ pub struct LogReader<R: BufRead> {
     /// Index of the next record of `pending` to hand out.
     next_pending: usize,
     stats: ReadStats,
-    metadata: BTreeMap<String, Metadata>,
+    tables: Tables,
     error: Option<io::Error>,
     done: bool,
+}
+
+/// What the reader keeps across lines besides counts: METADATA, PARAMETER entries, and the
+/// CSV header rows are read under.
+#[derive(Default)]
+struct Tables {
+    metadata: BTreeMap<String, Metadata>,
+    parameters: BTreeMap<String, String>,
+    csv: Option<csv::Header>,
 }
 
 /// Opens a log file for reading.
@@ -143,7 +165,7 @@ impl<R: BufRead> LogReader<R> {
             pending: Vec::new(),
             next_pending: 0,
             stats: ReadStats::default(),
-            metadata: BTreeMap::new(),
+            tables: Tables::default(),
             error: None,
             done: false,
         }
@@ -163,7 +185,14 @@ impl<R: BufRead> LogReader<R> {
 
     /// Units and goals declared by METADATA lines seen so far.
     pub fn metadata(&self) -> &BTreeMap<String, Metadata> {
-        &self.metadata
+        &self.tables.metadata
+    }
+
+    /// What the run said about itself in `PARAMETER` records seen so far (`batch_size`,
+    /// `world_size`, `model_name`, `lr`, ...): each key's first value, as text as written
+    /// (strings unquoted). At most [`MAX_PARAMETERS`] keys; values cut at 256 bytes.
+    pub fn parameters(&self) -> &BTreeMap<String, String> {
+        &self.tables.parameters
     }
 
     /// The I/O error that ended the iteration, if one did.
@@ -212,7 +241,7 @@ impl<R: BufRead> LogReader<R> {
             line,
             pending,
             stats,
-            metadata,
+            tables,
             error,
             done,
             ..
@@ -230,14 +259,14 @@ impl<R: BufRead> LogReader<R> {
             if buf.is_empty() {
                 *done = true;
                 if line.started() {
-                    finish_line(line, pending, stats, metadata);
+                    finish_line(line, pending, stats, tables);
                 }
                 return;
             }
             match memchr::memchr(b'\n', buf) {
                 Some(pos) if !line.started() && pos <= line.max => {
                     // Fast path: the whole line is in the reader's buffer.
-                    process(&buf[..pos], pending, stats, metadata);
+                    process(&buf[..pos], pending, stats, tables);
                     stats.bytes += pos as u64 + 1;
                     inner.consume(pos + 1);
                     return;
@@ -246,7 +275,7 @@ impl<R: BufRead> LogReader<R> {
                     line.push(&buf[..pos]);
                     stats.bytes += pos as u64 + 1;
                     inner.consume(pos + 1);
-                    finish_line(line, pending, stats, metadata);
+                    finish_line(line, pending, stats, tables);
                     return;
                 }
                 None => {
@@ -390,13 +419,13 @@ fn finish_line(
     line: &mut LineBuf,
     pending: &mut Vec<(LogFormat, Record)>,
     stats: &mut ReadStats,
-    metadata: &mut BTreeMap<String, Metadata>,
+    tables: &mut Tables,
 ) {
     match line.end() {
-        LineEnd::Whole(l) => process(l, pending, stats, metadata),
+        LineEnd::Whole(l) => process(l, pending, stats, tables),
         LineEnd::Tail(t) => {
             stats.overlong += 1;
-            process(t, pending, stats, metadata);
+            process(t, pending, stats, tables);
         }
         LineEnd::Unread => {
             stats.overlong += 1;
@@ -412,13 +441,47 @@ fn process(
     line: &[u8],
     pending: &mut Vec<(LogFormat, Record)>,
     stats: &mut ReadStats,
-    metadata: &mut BTreeMap<String, Metadata>,
+    tables: &mut Tables,
 ) {
     stats.lines += 1;
+    // CSV first: a header replaces the one rows are read under; a row needs one.
+    if let Some(h) = csv::header(line) {
+        tables.csv = Some(h);
+        stats.metadata += 1;
+        return;
+    }
+    if let Some(h) = &tables.csv {
+        match h.row(line) {
+            csv::Row::Record(rec) => {
+                pending.push((LogFormat::Csv, rec));
+                stats.record_lines += 1;
+                stats.records += 1;
+                stats.formats.bump(LogFormat::Csv);
+                return;
+            }
+            csv::Row::Malformed => {
+                stats.malformed += 1;
+                return;
+            }
+            csv::Row::Other => {}
+        }
+    }
     let before = pending.len();
-    let oc = parse_line_into(line, pending, &mut |k, md| {
-        if metadata.len() < MAX_METADATA || metadata.contains_key(&k) {
-            metadata.insert(k, md);
+    let Tables {
+        metadata,
+        parameters,
+        ..
+    } = tables;
+    let oc = parse_line_into(line, pending, &mut |d| match d {
+        Declared::Metadata(k, md) => {
+            if metadata.len() < MAX_METADATA || metadata.contains_key(&k) {
+                metadata.insert(k, md);
+            }
+        }
+        Declared::Parameter(k, v) => {
+            if parameters.len() < MAX_PARAMETERS && !parameters.contains_key(&k) {
+                parameters.insert(k, v);
+            }
         }
     });
     if oc.malformed {

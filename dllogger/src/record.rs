@@ -9,6 +9,9 @@ pub struct Record {
     pub val_iteration: Option<u64>,
     /// The line's `rank` value; 0 when the line has none.
     pub rank: u32,
+    /// The step when the line gives it as text instead of numbers: a driver event
+    /// (`FINISHED`, `TRAIN_END`) or `Summary`. Those records carry no epoch or iteration.
+    pub step_name: Option<String>,
     /// Metric name → value, in line order (`nan`/`inf` kept as such).
     pub metrics: Vec<(String, f64)>,
 }
@@ -38,6 +41,13 @@ pub enum LogFormat {
     /// Prefer the other formats when a log has both (loss.py uses this only for files where
     /// its main regex finds nothing).
     PlainLoss,
+    /// An epoch summary, `Epoch[3]: train_loss 2.53 acc1 33.49 | val_loss 2.50 acc1 33.52 lr
+    /// 0.1` (the build-in models of the public ModelZoo): the epoch is the step; a name after
+    /// `|` that the part before it already has is the validation value, named `val_<name>`.
+    EpochSummary,
+    /// A CSV row under a header naming a step column (`step,loss` then `1,0.0288`); the
+    /// reader keeps the header, so [`crate::parse_line`] alone never yields this format.
+    Csv,
 }
 
 /// What a metric means, written once as a METADATA record (`unit`, `format`, `GOAL`, `STAGE`).

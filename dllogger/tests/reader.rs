@@ -489,3 +489,210 @@ fn marker_quoted_inside_json_is_not_a_record() {
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].metrics, vec![("train.loss".to_owned(), 1.0)]);
 }
+
+/// Build-in models log one summary per epoch; its epoch is the step, and names repeated after
+/// `|` are the validation values (`val_acc1`).
+#[test]
+fn epoch_summaries_read_with_the_epoch_as_the_step() {
+    let path = fixture("epoch_summary.log");
+    let mut r = dllogger::open(&path).unwrap();
+    let mut recs = Vec::new();
+    while let Some((format, rec)) = r.next_tagged() {
+        assert_eq!(format, LogFormat::EpochSummary);
+        recs.push(rec);
+    }
+    assert_eq!(recs.len(), 6);
+    let names: Vec<&str> = recs[0].metrics.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "train_loss",
+            "acc1",
+            "acc5",
+            "val_loss",
+            "val_acc1",
+            "val_acc5",
+            "lr"
+        ]
+    );
+    for (e, rec) in recs.iter().enumerate() {
+        assert_eq!(
+            (rec.epoch, rec.iteration, rec.rank),
+            (Some(e as u64), None, 0)
+        );
+    }
+    assert_eq!(recs[3].get("train_loss"), Some(1.3036));
+    assert_eq!(recs[0].get("val_acc1"), Some(8.75));
+    assert_eq!(recs[5].get("lr"), Some(0.01));
+    let s = r.stats();
+    check_invariant(s);
+    assert_eq!((s.records, s.malformed), (6, 0));
+    assert_eq!(s.formats.get(LogFormat::EpochSummary), 6);
+    assert_eq!(
+        s.formats.plain_loss, 0,
+        "the summary is read once, not as `loss x`"
+    );
+
+    // A prefix before the label is allowed; a tqdm bar described `Epoch[3]` is not a summary,
+    // nor is `Epoch[3] iter: 10, loss 1.2` (the plain `loss` fallback numbers that one).
+    let LineParse::Records(r) =
+        parse_line(b"2025-01-01 INFO Epoch[7]: iter 40, loss: 0.5, top1=71.5%")
+    else {
+        panic!("not read")
+    };
+    assert_eq!((r[0].epoch, r[0].iteration), (Some(7), Some(40)));
+    assert_eq!(
+        r[0].metrics,
+        vec![("loss".to_owned(), 0.5), ("top1".to_owned(), 71.5)]
+    );
+    assert_eq!(
+        parse_line(b"Epoch[3]: 100%|####| 50/50 [00:10<00:00, 4.9it/s]"),
+        LineParse::Skipped
+    );
+    assert_eq!(parse_line(b"MyEpoch[3]: loss 1.0"), {
+        LineParse::Records(vec![Record {
+            epoch: None,
+            iteration: None,
+            val_iteration: None,
+            rank: 0,
+            step_name: None,
+            metrics: vec![("loss".to_owned(), 1.0)],
+        }])
+    });
+    let LineParse::Records(r) = parse_line(b"Epoch[3] iter: 10, loss 1.2") else {
+        panic!("not read")
+    };
+    assert_eq!((r[0].epoch, r[0].iteration), (Some(3), Some(10)));
+}
+
+/// NLP models write `step,loss` CSV: the header is kept, rows under it are records; another
+/// header replaces it; rows of another width are malformed.
+#[test]
+fn csv_logs_read_rows_under_their_header() {
+    let mut r = dllogger::open(&fixture("loss.csv")).unwrap();
+    let recs: Vec<Record> = r.by_ref().collect();
+    assert_eq!(recs.len(), 12);
+    for (i, rec) in recs.iter().enumerate() {
+        let step = i as u64 + 1;
+        assert_eq!((rec.epoch, rec.iteration), (None, Some(step)));
+        let want: f64 = format!("{:.6}", 2.5 / (1.0 + step as f64 / 4.0))
+            .parse()
+            .unwrap();
+        assert_eq!(rec.metrics, vec![("loss".to_owned(), want)]);
+    }
+    let s = r.stats();
+    check_invariant(s);
+    assert_eq!((s.metadata, s.skipped, s.malformed), (1, 1, 0));
+    assert_eq!(s.formats.get(LogFormat::Csv), 12);
+
+    let text = "epoch,step,loss,ppl\r\n0,1,2.5,12.2\r\n0,2,,11.0\r\nnot,a,row\r\n0,3,2.25\r\nTCAPPDLL 2025-05-15 14:20:10.1 - Epoch: 0 Iteration: 4  rank : 0  train.loss : 2.0\nstep,loss\n9,1.5\n";
+    let (recs, s) = read_all(text.as_bytes());
+    check_invariant(&s);
+    type Row = (Option<u64>, Option<u64>, Vec<(String, f64)>);
+    let got: Vec<Row> = recs
+        .into_iter()
+        .map(|r| (r.epoch, r.iteration, r.metrics))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                Some(0),
+                Some(1),
+                vec![("loss".to_owned(), 2.5), ("ppl".to_owned(), 12.2)]
+            ),
+            (Some(0), Some(2), vec![("ppl".to_owned(), 11.0)]),
+            (Some(0), Some(4), vec![("train.loss".to_owned(), 2.0)]),
+            (None, Some(9), vec![("loss".to_owned(), 1.5)]),
+        ]
+    );
+    assert_eq!((s.metadata, s.malformed, s.skipped), (2, 1, 1), "{s:?}");
+    assert_eq!(s.formats.csv, 3);
+    // Without a header, numbers and commas are noise; `parse_line` alone never reads CSV.
+    let (recs, _) = read_all(b"1,2.5\n2,2.25\n");
+    assert!(recs.is_empty());
+    // A header of more than 256 columns is not one (the reader's memory stays bounded).
+    let wide = format!(
+        "step,{}\n1,{}\n",
+        (0..300)
+            .map(|i| format!("m{i}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        vec!["1.0"; 300].join(",")
+    );
+    let (recs, _) = read_all(wide.as_bytes());
+    assert!(recs.is_empty());
+}
+
+/// PARAMETER records say what the run computed; every format's shape is kept (first value
+/// of each key, text as written), none of them is a record. A text step names the record.
+#[test]
+fn parameter_records_are_kept_in_every_format() {
+    let text = concat!(
+        // run_<model>'s JSON stream (the engine's PARAMETER line)
+        "TCAPPDLL {\"timestamp\": \"1\", \"datetime\": \"d\", \"elapsedtime\": \"0\", \"type\": \"LOG\", \"step\": \"PARAMETER\", \"data\": {\"rank\": 0, \"batch_size\": 4, \"world_size\": 2, \"global_batch_size\": 8, \"parameters\": 11181642}}\n",
+        // tcap_dllogger's JSON stream: data is a Python repr
+        "TCAPPDLL {\"timestamp\": \"1\", \"datetime\": \"d\", \"elapsedtime\": \"0\", \"type\": \"LOG\", \"step\": \"PARAMETER\", \"data\": \"{'model_name': 'resnet20', 'lr': 0.1, 'autocast': True, 'batch_size': 99}\"}\n",
+        // tcap stdout
+        "TCAPPDLL 2025-05-15 14:20:10.1 - PARAMETER rank : 0  seed : 42  memory_format : nhwc \n",
+        // NVIDIA dllogger
+        "DLLL {\"timestamp\": \"1\", \"type\": \"PARAMETER\", \"data\": {\"precision\": \"amp\", \"note\": [1, 2]}}\n",
+        "TCAPPDLL {\"timestamp\": \"2\", \"type\": \"LOG\", \"step\": \"FINISHED\", \"data\": {\"steps\": 100, \"world_size\": 2}}\n",
+        "TCAPPDLL 2025-05-15 14:20:10.2 - TRAIN_END rank : 0  time : 5.0 \n",
+    );
+    let mut r = LogReader::new(Cursor::new(text.as_bytes().to_vec()));
+    let recs: Vec<Record> = r.by_ref().collect();
+    let p = r.parameters();
+    let got: Vec<(&str, &str)> = p.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("autocast", "True"),
+            ("batch_size", "4"),
+            ("global_batch_size", "8"),
+            ("lr", "0.1"),
+            ("memory_format", "nhwc"),
+            ("model_name", "resnet20"),
+            ("note", "[1, 2]"),
+            ("parameters", "11181642"),
+            ("precision", "amp"),
+            ("seed", "42"),
+            ("world_size", "2"),
+        ]
+    );
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    assert_eq!(recs[0].step_name.as_deref(), Some("FINISHED"));
+    assert_eq!(recs[0].get("steps"), Some(100.0));
+    assert_eq!(recs[1].step_name.as_deref(), Some("TRAIN_END"));
+    let s = r.stats();
+    check_invariant(s);
+    assert_eq!((s.metadata, s.records, s.malformed), (4, 2, 0));
+
+    // The NVIDIA fixture's two PARAMETER shapes (`"type": "PARAMETER"`, `"step": "PARAMETER"`).
+    let mut r = dllogger::open(&fixture("nvidia_dlll.json")).unwrap();
+    r.by_ref().for_each(drop);
+    let p = r.parameters();
+    assert_eq!(
+        (
+            p["batch_size"].as_str(),
+            p["lr"].as_str(),
+            p["epochs"].as_str()
+        ),
+        ("256", "0.1", "90")
+    );
+
+    // Bounded: at most MAX_PARAMETERS keys, values cut at 256 bytes (never inside a character).
+    let mut many =
+        String::from("TCAPPDLL {\"type\": \"LOG\", \"step\": \"PARAMETER\", \"data\": {");
+    for i in 0..400 {
+        many.push_str(&format!("\"k{i:03}\": \"{}\", ", "é".repeat(200)));
+    }
+    many.push_str("\"last\": 1}}\n");
+    let mut r = LogReader::new(Cursor::new(many.into_bytes()));
+    r.by_ref().for_each(drop);
+    assert_eq!(r.parameters().len(), dllogger::MAX_PARAMETERS);
+    assert!(r
+        .parameters()
+        .values()
+        .all(|v| v.len() <= 256 && v.starts_with('é')));
+}

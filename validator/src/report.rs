@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::compare::{coverage_pct, pct, CompareError, Comparison, Rule};
+use crate::compare::{config_lines, coverage_pct, pct, CompareError, Comparison, Rule};
 
 /// Most points drawn per line; longer series are thinned by even striding (every point still
 /// counts in the figures — only the drawing is thinned).
@@ -107,22 +107,28 @@ fn stride(n: usize) -> usize {
     n.div_ceil(MAX_PLOT_POINTS).max(1)
 }
 
-fn thinned(values: &[f64]) -> Vec<(f64, f64)> {
-    let s = stride(values.len());
-    let mut pts: Vec<(f64, f64)> = values
-        .iter()
-        .enumerate()
-        .step_by(s)
-        .map(|(i, &v)| (i as f64, v))
-        .collect();
-    if let (Some(&last), Some(&(x, _))) = (values.last(), pts.last()) {
-        let li = (values.len() - 1) as f64;
-        if x != li {
-            pts.push((li, last));
+/// The points drawn of a series of `n` values and of its EMA, in one pass over `values`
+/// (so drawing holds at most [`MAX_PLOT_POINTS`] points per line, never a copy of the
+/// series): every `stride(n)`-th value and the last, non-finite ones left out.
+fn thinned_with_ema(values: impl Iterator<Item = f64>, n: usize) -> [Vec<(f64, f64)>; 2] {
+    let s = stride(n);
+    let alpha = 2.0 / (ema_span(n) as f64 + 1.0);
+    let (mut raw, mut smooth) = (Vec::new(), Vec::new());
+    let mut acc: Option<f64> = None;
+    for (i, v) in values.enumerate() {
+        let e = match acc {
+            None => v,
+            Some(a) => a + alpha * (v - a),
+        };
+        acc = Some(e);
+        if i % s == 0 || i + 1 == n {
+            raw.push((i as f64, v));
+            smooth.push((i as f64, e));
         }
     }
-    pts.retain(|(_, v)| v.is_finite());
-    pts
+    raw.retain(|(_, v)| v.is_finite());
+    smooth.retain(|(_, v)| v.is_finite());
+    [raw, smooth]
 }
 
 fn range_of<'a>(series: impl IntoIterator<Item = &'a [(f64, f64)]>) -> (f64, f64) {
@@ -144,33 +150,14 @@ type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// Both curves, raw (thin) and smoothed (thick).
 pub fn curves_svg(cmp: &Comparison) -> DrawResult<String> {
-    let b: Vec<f64> = cmp.pairs.iter().map(|p| p.baseline).collect();
-    let c: Vec<f64> = cmp.pairs.iter().map(|p| p.candidate).collect();
+    let n = cmp.pairs.len();
+    let [b_raw, b_ema] = thinned_with_ema(cmp.pairs.baseline().iter().copied(), n);
+    let [c_raw, c_ema] = thinned_with_ema(cmp.pairs.candidate().iter().copied(), n);
     let lines = [
-        (
-            thinned(&b),
-            RGBColor(31, 119, 180).mix(0.35),
-            1,
-            "baseline (raw)",
-        ),
-        (
-            thinned(&c),
-            RGBColor(214, 39, 40).mix(0.35),
-            1,
-            "candidate (raw)",
-        ),
-        (
-            thinned(&ema(&b)),
-            RGBColor(31, 119, 180).to_rgba(),
-            2,
-            "baseline (EMA)",
-        ),
-        (
-            thinned(&ema(&c)),
-            RGBColor(214, 39, 40).to_rgba(),
-            2,
-            "candidate (EMA)",
-        ),
+        (b_raw, RGBColor(31, 119, 180).mix(0.35), 1, "baseline (raw)"),
+        (c_raw, RGBColor(214, 39, 40).mix(0.35), 1, "candidate (raw)"),
+        (b_ema, RGBColor(31, 119, 180).to_rgba(), 2, "baseline (EMA)"),
+        (c_ema, RGBColor(214, 39, 40).to_rgba(), 2, "candidate (EMA)"),
     ];
     let (lo, hi) = range_of(lines.iter().map(|l| l.0.as_slice()));
     let n = cmp.pairs.len().max(2) as f64;
@@ -229,9 +216,8 @@ fn step_chart<'a, 'b>(
 
 /// Per-step relative error (c−b)/b in percent, with the ±threshold band for rel1.
 pub fn rel_error_svg(cmp: &Comparison) -> DrawResult<String> {
-    let rel: Vec<f64> = cmp.pairs.iter().map(|p| p.rel() * 100.0).collect();
-    let pts = thinned(&rel);
-    let smooth = thinned(&ema(&rel));
+    let [pts, smooth] =
+        thinned_with_ema(cmp.pairs.iter().map(|p| p.rel() * 100.0), cmp.pairs.len());
     let band = match cmp.verdict.rule {
         Rule::Rel1 { threshold } => Some(threshold * 100.0),
         Rule::ModelzooLoss => None,
@@ -289,13 +275,16 @@ pub fn figure_rows(cmp: &Comparison) -> Vec<(String, String)> {
             format!("{} / {}", cmp.only_in_baseline, cmp.only_in_candidate),
         ),
         (
-            "baseline steps covered by the candidate".to_string(),
+            "coverage: steps compared of the longer log".to_string(),
             format!(
-                "{} of {} ({}){}",
-                f.steps_compared.min(f.baseline_steps),
-                f.baseline_steps,
+                "{} of {} ({}; baseline {}, candidate {}; at least {}){}",
+                f.steps_compared,
+                f.baseline_steps.max(f.candidate_steps),
                 coverage_pct(f.coverage),
-                if f.steps_compared < f.baseline_steps && cmp.allow_partial {
+                f.baseline_steps,
+                f.candidate_steps,
+                coverage_pct(f.min_coverage),
+                if f.coverage < f.min_coverage && cmp.allow_partial {
                     ", partial run allowed"
                 } else {
                     ""
@@ -357,7 +346,16 @@ pub fn figure_rows(cmp: &Comparison) -> Vec<(String, String)> {
                 "{} last value baseline / candidate (relative error)",
                 e.metric
             ),
-            format!("{} / {} ({})", e.baseline, e.candidate, pct(e.rel_err)),
+            format!(
+                "{} / {} ({})",
+                e.baseline,
+                e.candidate,
+                if e.baseline == 0.0 {
+                    "relative error undefined: the baseline's value is 0".to_string()
+                } else {
+                    pct(e.rel_err)
+                }
+            ),
         ));
     }
     rows
@@ -399,11 +397,15 @@ pub fn noise_rows(cmp: &Comparison) -> Vec<(String, String)> {
                 "final value deviation (last {} steps) noise / candidate",
                 n.tail
             ),
-            format!(
-                "{} / {}",
-                pct(n.noise_final_dev),
-                pct(n.candidate_final_dev)
-            ),
+            if n.noise_final_dev.is_finite() && n.candidate_final_dev.is_finite() {
+                format!(
+                    "{} / {}",
+                    pct(n.noise_final_dev),
+                    pct(n.candidate_final_dev)
+                )
+            } else {
+                "undefined (the baseline's final value is 0)".to_string()
+            },
         ),
     ]
 }
@@ -455,21 +457,49 @@ fn unmatched_lines(cmp: &Comparison, limit: usize) -> Vec<String> {
     out
 }
 
+/// Which metric each log was read for, when the default fell back (empty otherwise).
+fn metric_notes(cmp: &Comparison) -> Vec<String> {
+    [("baseline", &cmp.baseline), ("candidate", &cmp.candidate)]
+        .iter()
+        .filter_map(|(role, s)| {
+            s.metric_note
+                .as_ref()
+                .map(|n| format!("metric of the {role}: `{}` ({n})", s.metric))
+        })
+        .collect()
+}
+
+/// The lines after a FAIL's verdict: what to run next.
+fn next_lines(cmp: &Comparison) -> Vec<String> {
+    if cmp.next_steps.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec!["next, to find out why:".to_string()];
+    for (i, step) in cmp.next_steps.iter().enumerate() {
+        out.push(format!("  {}. {step}", i + 1));
+    }
+    out
+}
+
 /// Plain-text summary for the terminal.
 pub fn text(cmp: &Comparison) -> String {
     let mut s = format!(
-        "baseline:  {} ({} values of {} for rank {}, {} lines, {} malformed)\ncandidate: {} ({} values, {} lines, {} malformed)\n",
+        "baseline:  {} ({} values of {} for rank {}, {} lines, {} malformed)\ncandidate: {} ({} values of {}, {} lines, {} malformed)\n",
         cmp.baseline.path.display(),
         cmp.baseline.values,
-        cmp.metric,
+        cmp.baseline.metric,
         cmp.rank,
         cmp.baseline.lines,
         cmp.baseline.malformed,
         cmp.candidate.path.display(),
         cmp.candidate.values,
+        cmp.candidate.metric,
         cmp.candidate.lines,
         cmp.candidate.malformed,
     );
+    for l in metric_notes(cmp) {
+        s.push_str(&format!("note: {l}\n"));
+    }
     for (k, v) in figure_rows(cmp).into_iter().chain(noise_rows(cmp)) {
         s.push_str(&format!("  {:<58} {}\n", k.replace("\\|", "|"), v));
     }
@@ -479,13 +509,82 @@ pub fn text(cmp: &Comparison) -> String {
     for w in &cmp.verdict.warnings {
         s.push_str(&format!("warning: {w}\n"));
     }
+    for l in config_lines(&cmp.config) {
+        s.push_str(&format!("{l}\n"));
+    }
     s.push_str(&verdict_line(cmp));
     s.push('\n');
     if let Some(l) = noise_line(cmp) {
         s.push_str(&l);
         s.push('\n');
     }
+    for l in next_lines(cmp) {
+        s.push_str(&format!("{l}\n"));
+    }
     s
+}
+
+/// The run configuration as a table: one row per fact either log states.
+fn config_rows(cmp: &Comparison) -> Vec<[String; 4]> {
+    let c = &cmp.config;
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    for d in &c.differences {
+        rows.push([
+            format!("{} ({})", d.fact, d.key),
+            d.baseline.clone(),
+            d.candidate.clone(),
+            "**differs**".into(),
+        ]);
+    }
+    for d in &c.expected {
+        rows.push([
+            d.fact.clone(),
+            d.baseline.clone(),
+            d.candidate.clone(),
+            "meant to differ".into(),
+        ]);
+    }
+    for d in &c.same {
+        rows.push([
+            d.fact.clone(),
+            d.baseline.clone(),
+            d.candidate.clone(),
+            "same".into(),
+        ]);
+    }
+    for kv in &c.only_baseline {
+        let (k, v) = kv.split_once(" = ").unwrap_or((kv, ""));
+        rows.push([
+            k.into(),
+            v.into(),
+            "–".into(),
+            "only the baseline states it".into(),
+        ]);
+    }
+    for kv in &c.only_candidate {
+        let (k, v) = kv.split_once(" = ").unwrap_or((kv, ""));
+        rows.push([
+            k.into(),
+            "–".into(),
+            v.into(),
+            "only the candidate states it".into(),
+        ]);
+    }
+    rows
+}
+
+/// The sentence under the configuration table: what could not be checked.
+fn config_note(cmp: &Comparison) -> Option<String> {
+    let c = &cmp.config;
+    if !c.any() {
+        return config_lines(c).into_iter().next();
+    }
+    (!c.unstated.is_empty()).then(|| {
+        format!(
+            "Not stated in either log, so not checked: {}.",
+            c.unstated.join(", ")
+        )
+    })
 }
 
 /// report.md, shaped like a ModelZoo README "训练结果" section.
@@ -508,13 +607,35 @@ pub fn markdown(cmp: &Comparison, command: &str) -> String {
         cmp.candidate.path.display(),
         cmp.candidate.values
     ));
+    for l in metric_notes(cmp) {
+        s.push_str(&format!("Note: {l}.\n\n"));
+    }
     s.push_str("| figure | value |\n|---|---|\n");
     for (k, v) in figure_rows(cmp).into_iter().chain(noise_rows(cmp)) {
         s.push_str(&format!("| {k} | {v} |\n"));
     }
+    s.push_str("\nRun configuration (the logs' PARAMETER and FINISHED records):\n\n");
+    let rows = config_rows(cmp);
+    if !rows.is_empty() {
+        s.push_str("| fact | baseline | candidate | |\n|---|---|---|---|\n");
+        for r in rows {
+            s.push_str(&format!("| {} | {} | {} | {} |\n", r[0], r[1], r[2], r[3]));
+        }
+        s.push('\n');
+    }
+    if let Some(n) = config_note(cmp) {
+        s.push_str(&format!("{n}\n\n"));
+    }
     s.push_str(&format!("\n**{}**\n\n", verdict_line(cmp)));
     if let Some(l) = noise_line(cmp) {
         s.push_str(&format!("**{l}**\n\n"));
+    }
+    if !cmp.next_steps.is_empty() {
+        s.push_str("Next, to find out why:\n\n");
+        for (i, step) in cmp.next_steps.iter().enumerate() {
+            s.push_str(&format!("{}. {step}\n", i + 1));
+        }
+        s.push('\n');
     }
     for w in &cmp.verdict.warnings {
         s.push_str(&format!("> warning: {w}\n\n"));
@@ -554,6 +675,9 @@ pub fn html(cmp: &Comparison, command: &str, curves: &str, rel: &str) -> String 
         cmp.rank,
         esc(command)
     ));
+    for l in metric_notes(cmp) {
+        s.push_str(&format!("<p>Note: {}.</p>\n", esc(&l)));
+    }
     s.push_str(&format!(
         "<table><tr><th>log</th><th>file</th><th>values</th></tr><tr><td>baseline</td><td><code>{}</code></td><td>{}</td></tr><tr><td>candidate</td><td><code>{}</code></td><td>{}</td></tr></table>\n<br>\n",
         esc(&cmp.baseline.path.display().to_string()),
@@ -570,6 +694,26 @@ pub fn html(cmp: &Comparison, command: &str, curves: &str, rel: &str) -> String 
         ));
     }
     s.push_str("</table>\n");
+    s.push_str("<p>Run configuration (the logs' PARAMETER and FINISHED records):</p>\n");
+    let rows = config_rows(cmp);
+    if !rows.is_empty() {
+        s.push_str("<table><tr><th>fact</th><th>baseline</th><th>candidate</th><th></th></tr>\n");
+        for r in rows {
+            let differs = r[3].contains("differs");
+            s.push_str(&format!(
+                "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                if differs { " class=\"fail\"" } else { "" },
+                esc(&r[0]),
+                esc(&r[1]),
+                esc(&r[2]),
+                esc(&r[3].replace("**", ""))
+            ));
+        }
+        s.push_str("</table>\n");
+    }
+    if let Some(n) = config_note(cmp) {
+        s.push_str(&format!("<p>{}</p>\n", esc(&n)));
+    }
     s.push_str(&format!(
         "<p class=\"{}\"><strong>{}</strong></p>\n",
         if cmp.verdict.pass { "pass" } else { "fail" },
@@ -577,6 +721,13 @@ pub fn html(cmp: &Comparison, command: &str, curves: &str, rel: &str) -> String 
     ));
     if let Some(l) = noise_line(cmp) {
         s.push_str(&format!("<p><strong>{}</strong></p>\n", esc(&l)));
+    }
+    if !cmp.next_steps.is_empty() {
+        s.push_str("<p>Next, to find out why:</p><ol>\n");
+        for step in &cmp.next_steps {
+            s.push_str(&format!("<li>{}</li>\n", esc(step)));
+        }
+        s.push_str("</ol>\n");
     }
     for w in &cmp.verdict.warnings {
         s.push_str(&format!("<p>warning: {}</p>\n", esc(w)));

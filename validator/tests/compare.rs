@@ -106,9 +106,9 @@ fn demo_log_selects_ranks_and_survives_glued_lines() {
     .unwrap();
     // Rank 3's iteration-0 loss sits in the glued line after rank 0's record.
     assert!(
-        r3.pairs[0].baseline == 0.6068281531333923,
+        r3.pairs.get(0).baseline == 0.6068281531333923,
         "{:?}",
-        r3.pairs[0]
+        r3.pairs.get(0)
     );
     let err = compare_files(
         &log,

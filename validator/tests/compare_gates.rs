@@ -1,6 +1,7 @@
-//! `compare`'s gates and edge cases (issues #13, #15): a candidate that stops early, the same
-//! file on both sides, a zero final value, loss.py reading the logs differently, lines over
-//! 1 MiB, and the noise floor of a second baseline run.
+//! `compare`'s gates and edge cases (issues #13, #15, #25, #28): a run that stops early and
+//! runs a few steps apart (--min-coverage), the same file on both sides, a zero final value
+//! and an all-zero baseline, loss.py reading the logs differently, lines over 1 MiB, and the
+//! noise floor of a second baseline run.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,8 +29,9 @@ fn losses(n: usize, scale: f64) -> Vec<f64> {
         .collect()
 }
 
-/// issue #13: a candidate that stops early (1 step of 100) passed rel1; now it fails unless
-/// --allow-partial, and every output says how much was covered.
+/// issue #13: a candidate that stops early (1 step of 100) passed rel1; it fails unless
+/// --allow-partial, and every output says how much was covered (issue #25: of the longer run,
+/// whichever it is, against --min-coverage).
 #[test]
 fn candidate_that_stops_early_fails_unless_allowed() {
     let t = tempfile::tempdir().unwrap();
@@ -45,18 +47,17 @@ fn candidate_that_stops_early_fails_unless_allowed() {
         assert!(!cmp.verdict.pass, "{rule:?}: {}", cmp.verdict.reason);
         assert!(cmp.verdict.rule_pass, "the rule alone passes the 1 step");
         assert!(
-            cmp.verdict
-                .reason
-                .starts_with("the candidate covers 1 of the baseline's 100 steps (1.00%)")
-                && cmp.verdict.reason.contains("--allow-partial"),
+            cmp.verdict.reason.starts_with(
+                "1 step(s) compared of the baseline's 100 (1.00%; the candidate has 1), below the 95.00% --min-coverage"
+            ) && cmp.verdict.reason.contains("--allow-partial"),
             "{}",
             cmp.verdict.reason
         );
         assert_eq!(cmp.figures.coverage, 0.01);
         let text = report::text(&cmp);
         assert!(
-            text.contains("baseline steps covered by the candidate")
-                && text.contains("1 of 100 (1.00%)")
+            text.contains("coverage: steps compared of the longer log")
+                && text.contains("1 of 100 (1.00%; baseline 100, candidate 1; at least 95.00%)")
                 && text.contains("\nFAIL ("),
             "{text}"
         );
@@ -73,14 +74,15 @@ fn candidate_that_stops_early_fails_unless_allowed() {
         assert!(allowed.verdict.pass, "{}", allowed.verdict.reason);
         assert!(
             allowed.verdict.warnings.iter().any(|w| w.contains(
-                "the candidate covers 1 of the baseline's 100 steps (1.00%); --allow-partial"
+                "1 step(s) compared of the baseline's 100 (1.00%; the candidate has 1), below the 95.00% --min-coverage; --allow-partial"
             )),
             "{:?}",
             allowed.verdict.warnings
         );
     }
 
-    // Steps missing in the middle count too; a candidate longer than the baseline does not.
+    // Steps missing in the middle count too, and so does a candidate much longer than the
+    // baseline (the baseline then is the run that stopped early).
     let gappy: Vec<f64> = losses(100, 1.0);
     let mut s = String::new();
     for (it, v) in gappy.iter().enumerate().filter(|(i, _)| i % 10 != 3) {
@@ -93,11 +95,21 @@ fn candidate_that_stops_early_fails_unless_allowed() {
     assert!(
         cmp.verdict
             .reason
-            .contains("covers 90 of the baseline's 100 steps (90.00%)"),
+            .contains("90 step(s) compared of the baseline's 100 (90.00%; the candidate has 90)"),
         "{}",
         cmp.verdict.reason
     );
     write_log(&cand, &losses(120, 1.0), tcap_line);
+    let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
+    assert!(!cmp.verdict.pass, "{}", cmp.verdict.reason);
+    assert!(
+        cmp.verdict.reason.starts_with(
+            "100 step(s) compared of the candidate's 120 (83.33%; the baseline has 100)"
+        ),
+        "{}",
+        cmp.verdict.reason
+    );
+    write_log(&cand, &losses(100, 1.0), tcap_line);
     let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
     assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
     assert_eq!(cmp.figures.coverage, 1.0);
@@ -111,18 +123,20 @@ fn candidate_that_stops_early_fails_unless_allowed() {
     report::write_report(&out, &cmp, "modelzoo compare").unwrap();
     let md = fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        md.contains("| baseline steps covered by the candidate | 1 of 100 (1.00%) |"),
+        md.contains("| coverage: steps compared of the longer log | 1 of 100 (1.00%; baseline 100, candidate 1; at least 95.00%) |"),
         "{md}"
     );
     let html = fs::read_to_string(out.join("report.html")).unwrap();
     assert!(
-        html.contains("<td>baseline steps covered by the candidate</td><td>1 of 100 (1.00%)</td>"),
+        html.contains("<td>coverage: steps compared of the longer log</td><td>1 of 100 (1.00%; baseline 100, candidate 1; at least 95.00%)</td>"),
         "{html}"
     );
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(json["figures"]["coverage"], 0.01);
     assert_eq!(json["figures"]["baseline_steps"], 100);
+    assert_eq!(json["figures"]["candidate_steps"], 1);
+    assert_eq!(json["figures"]["min_coverage"], 0.95);
     assert_eq!(json["allow_partial"], false);
     assert_eq!(json["pass"], false);
     assert_eq!(json["verdict"]["rule_pass"], true);
@@ -179,14 +193,16 @@ fn same_file_is_flagged_under_any_path() {
     );
 }
 
-/// issue #13: identical all-zero logs failed rel1 with "NaN% > 1%". A zero final value is
-/// judged by the absolute rule, stated in the output.
+/// issue #13: a final value of 0 (a loss that goes to 0) is judged by the absolute rule,
+/// stated in the output, never as "NaN% > 1%".
 #[test]
 fn zero_final_value_uses_the_absolute_rule() {
     let t = tempfile::tempdir().unwrap();
     let (base, cand) = (t.path().join("cuda.log"), t.path().join("sdaa.log"));
-    write_log(&base, &[0.0; 30], tcap_line);
-    write_log(&cand, &[0.0; 30], tcap_line);
+    let mut b: Vec<f64> = losses(30, 1.0);
+    b[20..].fill(0.0);
+    write_log(&base, &b, tcap_line);
+    write_log(&cand, &b, tcap_line);
     let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
     assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
     assert!(
@@ -208,10 +224,7 @@ fn zero_final_value_uses_the_absolute_rule() {
     assert!(json["figures"]["final_rel_err"].is_null());
     assert_eq!(json["figures"]["final_abs_err"], 0.0);
 
-    // A loss going to 0 in the baseline: the candidate's tail within 1e-6 passes, beyond fails.
-    let mut b: Vec<f64> = losses(30, 1.0);
-    b[20..].fill(0.0);
-    write_log(&base, &b, tcap_line);
+    // The candidate's tail within 1e-6 passes, beyond fails.
     for (tail_value, pass) in [(4e-7, true), (-9e-7, true), (3e-3, false)] {
         let mut c = b.clone();
         c[20..].fill(tail_value);
@@ -637,4 +650,139 @@ fn noise_floor_edge_cases_are_stated() {
         err.to_string().contains("none of its 100 values of `train.loss` is at a step the baseline and candidate were compared on"),
         "{err}"
     );
+}
+
+/// issue #25 item 1: two complete runs of one short-training schedule log a few steps apart
+/// (CUDA 105, SDAA 101): at least --min-coverage (95%) of the longer run is compared, so the
+/// rule decides; both counts are shown. 1 step of 100 still fails (the early-stop guard).
+#[test]
+fn runs_a_few_steps_apart_pass_the_default_min_coverage() {
+    let t = tempfile::tempdir().unwrap();
+    let (base, cand) = (t.path().join("cuda.log"), t.path().join("sdaa.log"));
+    write_log(&base, &losses(105, 1.0), tcap_line);
+    write_log(&cand, &losses(101, 1.002), tcap_line);
+    let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
+    assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
+    assert!(cmp
+        .verdict
+        .reason
+        .starts_with("|relative error of the final value|"));
+    assert!(
+        cmp.verdict.warnings.iter().any(|w| w.starts_with(
+            "101 step(s) compared of the baseline's 105 (96.19%; the candidate has 101): at least the 95.00% --min-coverage"
+        )),
+        "{:?}",
+        cmp.verdict.warnings
+    );
+    let text = report::text(&cmp);
+    assert!(
+        text.contains("101 of 105 (96.19%; baseline 105, candidate 101; at least 95.00%)"),
+        "{text}"
+    );
+    // The other way round (the candidate ran longer) alike.
+    let cmp = compare_files(&cand, &base, &Options::default()).unwrap();
+    assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
+    // A stricter minimum fails it, --allow-partial judges it anyway.
+    let strict = Options {
+        min_coverage: 0.99,
+        ..Options::default()
+    };
+    let cmp = compare_files(&base, &cand, &strict).unwrap();
+    assert!(!cmp.verdict.pass && cmp.verdict.rule_pass);
+    assert!(
+        cmp.verdict
+            .reason
+            .contains("below the 99.00% --min-coverage"),
+        "{}",
+        cmp.verdict.reason
+    );
+    assert!(
+        cmp.next_steps.len() == 1 && cmp.next_steps[0].contains("run the shorter one to the end"),
+        "{:?}",
+        cmp.next_steps
+    );
+    // The early-stop guard stays: 1 step of 100 fails by default.
+    write_log(&cand, &losses(1, 1.0), tcap_line);
+    write_log(&base, &losses(100, 1.0), tcap_line);
+    let cmp = compare_files(&base, &cand, &Options::default()).unwrap();
+    assert!(!cmp.verdict.pass, "{}", cmp.verdict.reason);
+}
+
+/// issue #28: two identical all-zero loss logs passed while printing `NaN%` figures. A
+/// baseline that is 0 at every compared step gives no relative figure and says nothing about
+/// the port: the comparison is refused (exit 2) with what to check. Where a single relative
+/// figure is undefined (an eval metric or a noise run's final value of 0), it says so.
+#[test]
+fn an_all_zero_baseline_is_refused_and_no_figure_reads_nan() {
+    let t = tempfile::tempdir().unwrap();
+    let (base, cand) = (t.path().join("cuda.log"), t.path().join("sdaa.log"));
+    write_log(&base, &[0.0; 30], tcap_line);
+    write_log(&cand, &[0.0; 30], tcap_line);
+    let e = compare_files(&base, &cand, &Options::default()).unwrap_err();
+    assert!(
+        matches!(e, CompareError::AllZero { steps: 30, .. }),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("the baseline's `train.loss` is 0 at all 30 compared step(s)")
+            && msg.contains("check that the run computes and logs its loss")
+            && msg.contains("--metric"),
+        "{msg}"
+    );
+    write_log(&cand, &[0.5; 30], tcap_line);
+    assert!(matches!(
+        compare_files(&base, &cand, &Options::default()),
+        Err(CompareError::AllZero { .. })
+    ));
+    for rule in [Rule::ModelzooLoss, Rule::Rel1 { threshold: 0.01 }] {
+        let opts = Options {
+            rule,
+            ..Options::default()
+        };
+        assert!(compare_files(&base, &cand, &opts).is_err(), "{rule:?}");
+    }
+
+    // Not all zero: a PASS whose eval metric ends at 0 in the baseline, with a noise run,
+    // shows no `NaN` anywhere.
+    let len = 30;
+    let with_eval = move |top1: f64| {
+        move |it: usize, x: f64| {
+            let mut l = tcap_line(it, x);
+            if it + 1 == len {
+                l.push_str(&format!(
+                    "\nTCAPPDLL 2025-05-15 14:20:10.930385 - Epoch: 0 Iteration: {it} Validation Iteration: 0  rank : 0  val.top1 : {top1}"
+                ));
+            }
+            l
+        }
+    };
+    let mut zero_tail = losses(len, 1.0);
+    zero_tail[25..].fill(0.0);
+    let noise = t.path().join("seed2.log");
+    let n: Vec<f64> = zero_tail.iter().map(|v| v * 1.001).collect();
+    write_log(&noise, &n, tcap_line);
+    write_log(&base, &zero_tail, with_eval(0.0));
+    write_log(&cand, &zero_tail, with_eval(0.25));
+    let opts = Options {
+        noise: Some(noise),
+        ..Options::default()
+    };
+    let cmp = compare_files(&base, &cand, &opts).unwrap();
+    assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
+    let out = t.path().join("report");
+    report::write_report(&out, &cmp, "modelzoo compare").unwrap();
+    let text = report::text(&cmp);
+    let md = fs::read_to_string(out.join("report.md")).unwrap();
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    for (name, doc) in [("text", &text), ("report.md", &md), ("report.html", &html)] {
+        // No figure reads NaN (the words "NaN/infinite" in a warning are not a figure).
+        for figure in ["NaN%", "NaN /", "/ NaN", "NaN (", "NaN</td>", "NaN |"] {
+            assert!(!doc.contains(figure), "{name} holds `{figure}`: {doc}");
+        }
+        assert!(
+            doc.contains("relative error undefined: the baseline's value is 0"),
+            "{name}: {doc}"
+        );
+    }
 }

@@ -417,3 +417,130 @@ fn report_files_are_written_with_every_record() {
         "the rules are stated"
     );
 }
+
+/// issue #28: a NaN candidate passed when the reference was NaN too (the arbitration measures
+/// errors over finite elements only, and its verdict replaced msprobe's). NaN/Inf in the
+/// candidate now fail the record whatever the baseline and the reference hold.
+#[test]
+fn a_non_finite_candidate_fails_whatever_the_reference_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = dump(
+        &tmp.path().join("b"),
+        "m",
+        1,
+        &[
+            t("aten::div", 0, "forward", "output", &[1.0, 2.0, 3.0, 4.0]),
+            t(
+                "aten::log",
+                0,
+                "forward",
+                "output",
+                &[1.0, 2.0, 3.0, f64::NAN],
+            ),
+            t("aten::mul", 0, "forward", "output", &[1.0, 2.0, 3.0, 4.0]),
+        ],
+    );
+    let c = dump(
+        &tmp.path().join("c"),
+        "m",
+        1,
+        &[
+            t(
+                "aten::div",
+                0,
+                "forward",
+                "output",
+                &[1.0, 2.0, 3.0, f64::NAN],
+            ),
+            t(
+                "aten::log",
+                0,
+                "forward",
+                "output",
+                &[1.0, 2.0, 3.0, f64::NAN],
+            ),
+            t(
+                "aten::mul",
+                0,
+                "forward",
+                "output",
+                &[1.0, 2.0, 3.0, f64::INFINITY],
+            ),
+        ],
+    );
+    let r = dump(
+        &tmp.path().join("r"),
+        "m",
+        1,
+        &[
+            t(
+                "aten::div",
+                0,
+                "forward",
+                "output",
+                &[1.0, 2.0, 3.0, f64::NAN],
+            ),
+            t(
+                "aten::log",
+                0,
+                "forward",
+                "output",
+                &[1.0, 2.0, 3.0, f64::NAN],
+            ),
+            t(
+                "aten::mul",
+                0,
+                "forward",
+                "output",
+                &[1.0, 2.0, 3.0, f64::INFINITY],
+            ),
+        ],
+    );
+    let mut o = opts(&b, &c);
+    o.reference = Some(r);
+    let d = diff::diff(&o).unwrap();
+    assert!(!d.pass);
+    for rd in &d.records {
+        assert_eq!(rd.verdict, Status::Fail, "{}: {}", rd.key, rd.reason);
+        assert_eq!(rd.metrics.candidate_non_finite, Some(1), "{}", rd.key);
+        assert!(
+            rd.reason
+                .starts_with("the candidate holds 1 NaN/Inf element(s)")
+                && rd
+                    .reason
+                    .contains("fails whatever the baseline and the reference hold"),
+            "{}",
+            rd.reason
+        );
+    }
+    assert_eq!(d.first().unwrap().key, "aten::div#0.forward.output.0");
+    // Without a reference too: a NaN the baseline holds in the same place (msprobe counts it
+    // as matching) fails.
+    let d = diff::diff(&opts(&b, &c)).unwrap();
+    assert_eq!(d.records[1].rule_verdict, Status::Pass);
+    assert_eq!(d.records[1].verdict, Status::Fail);
+    // records.csv carries the count.
+    let csv = report::csv(&d);
+    assert!(
+        csv.lines().next().unwrap().contains("candidate_non_finite"),
+        "{csv}"
+    );
+    // A clean candidate passes against a NaN reference as before.
+    let clean = dump(
+        &tmp.path().join("clean"),
+        "m",
+        1,
+        &[
+            t("aten::div", 0, "forward", "output", &[1.0, 2.0, 3.0, 4.0]),
+            t("aten::log", 0, "forward", "output", &[1.0, 2.0, 3.0, 5.0]),
+            t("aten::mul", 0, "forward", "output", &[1.0, 2.0, 3.0, 4.0]),
+        ],
+    );
+    let mut o = opts(&clean, &clean);
+    o.reference = Some(tmp.path().join("r"));
+    let d = diff::diff(&o).unwrap();
+    assert!(d
+        .records
+        .iter()
+        .all(|r| r.metrics.candidate_non_finite == Some(0)));
+}

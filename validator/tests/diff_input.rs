@@ -204,3 +204,66 @@ fn unusable_input_is_an_error_naming_the_problem() {
     .unwrap();
     assert!(err(&opts(&a, &escape)).contains("not a path inside the dump"));
 }
+
+/// Runs the diff on another thread and gives up after `secs`: a diff that blocks (on a FIFO)
+/// fails the test instead of hanging it.
+fn diff_within(o: &Options, secs: u64) -> Result<diff::Diff, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let o = o.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(diff::diff(&o).map_err(|e| e.to_string()));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("modelzoo diff blocked for {secs} s"))
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let _ = fs::remove_file(path);
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// issue #28: `modelzoo diff` blocked forever on a FIFO among a dump's tensors. Every file it
+/// opens is checked to be a regular file first; a FIFO is named in the error (exit 2), never
+/// waited on — as a tensor, as records.jsonl or meta.json, as msprobe's dump.json, or as the
+/// path given.
+#[test]
+fn a_fifo_in_a_dump_is_named_never_waited_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = || vec![t("aten::mul", 0, "forward", "output", &[1.0, 2.0])];
+    let a = dump(&tmp.path().join("a"), "resnet50", 1, &rec());
+    for (name, file) in [
+        ("tensor", "tensors/000000.npy"),
+        ("records", "records.jsonl"),
+        ("meta", "meta.json"),
+    ] {
+        let c = dump(&tmp.path().join(name), "resnet50", 1, &rec());
+        let fifo = c.join("rank0/step1").join(file);
+        mkfifo(&fifo);
+        let e = diff_within(&opts(&a, &c), 20)
+            .err()
+            .unwrap_or_else(|| panic!("{name}: no error"));
+        assert!(
+            e.contains(&fifo.display().to_string())
+                && e.contains("not a regular file (a FIFO)")
+                && e.contains("a dump holds regular files only"),
+            "{name}: {e}"
+        );
+    }
+    let ms = tmp.path().join("msprobe");
+    fs::create_dir_all(&ms).unwrap();
+    mkfifo(&ms.join("dump.json"));
+    let e = diff_within(&opts(&a, &ms), 20).err().unwrap();
+    assert!(e.contains("dump.json") && e.contains("a FIFO"), "{e}");
+    let given = tmp.path().join("given.json");
+    mkfifo(&given);
+    let e = diff_within(&opts(&a, &given), 20).err().unwrap();
+    assert!(
+        e.contains("given.json: not a dump: a FIFO, not a dump directory"),
+        "{e}"
+    );
+}

@@ -75,6 +75,10 @@ pub struct Peak {
 pub struct FinishedInfo {
     pub case: String,
     pub round: usize,
+    /// The round ran on the SDAA emulator (every op on the host's CPU): its figures are not SDAA
+    /// hardware figures. Every output marks it EMULATOR.
+    #[serde(default)]
+    pub emulated: bool,
     pub model: String,
     pub framework: String,
     pub hardware: String,
@@ -189,6 +193,7 @@ pub fn finished_info(
     let info = FinishedInfo {
         case: key.case_name(),
         round,
+        emulated: false,
         model: key.model.clone(),
         framework: key.framework.clone(),
         hardware: key.hardware.clone(),

@@ -1,6 +1,8 @@
 //! The results over cases × rounds: mean and spread of each figure, scaling efficiency
 //! against 1x1 on the same hardware, vendor vs nvidia; as results.md / .json / .csv and an
-//! SVG chart of p_whole per case.
+//! SVG chart of p_whole per case (one axis per throughput unit: images/s and tokens/s are not
+//! one scale). A case that ran on the SDAA emulator is marked EMULATOR in every one of them:
+//! its figures are this host's CPU, not SDAA hardware.
 
 use std::path::{Path, PathBuf};
 
@@ -85,6 +87,8 @@ pub struct CaseResult {
     pub nnodes: usize,
     pub nproc: usize,
     pub items_unit: String,
+    /// A round of it ran on the SDAA emulator: not an SDAA hardware figure.
+    pub emulated: bool,
     pub rounds: Vec<RoundResult>,
     /// Figure name → statistics over the rounds that succeeded.
     pub stats: Vec<(String, Stat)>,
@@ -114,10 +118,20 @@ impl CaseResult {
             nnodes: key.nnodes,
             nproc: key.nproc,
             items_unit: items_unit.to_string(),
+            emulated: rounds.iter().any(|r| r.emulated),
             rounds,
             stats,
             scaling_efficiency: None,
             vs_nvidia: Vec::new(),
+        }
+    }
+
+    /// The case's name as every output shows it: `… (EMULATOR)` when it ran on the emulator.
+    pub fn label(&self) -> String {
+        if self.emulated {
+            format!("{} (EMULATOR)", self.case)
+        } else {
+            self.case.clone()
         }
     }
 
@@ -223,7 +237,7 @@ pub fn markdown(r: &Results<'_>) -> String {
             .join(", ");
         md.push_str(&format!(
             "| {} | {}/{} | {}{unit} | {}{unit} | {}{unit} | {} | {} | {acc} | {converged} | {mem} | {} | {} | {} |\n",
-            c.case,
+            c.label(),
             c.rounds.len() - c.failed_rounds(),
             c.rounds.len(),
             cell(c.stat("p_whole"), 1),
@@ -240,16 +254,30 @@ pub fn markdown(r: &Results<'_>) -> String {
         "\nValues are mean ± sample standard deviation over the rounds that succeeded. p_whole = items / e2e_time, p_train excludes evaluation, p_core also excludes data IO; scaling efficiency = p_whole / (world size × p_whole of 1x1 on the same hardware). Bench overhead: {:.2} s, {:.2} % of the runs' e2e_time. Field meanings: docs/bench.md.\n",
         r.bench_overhead_secs, r.bench_overhead_pct
     ));
+    let emulated: Vec<&str> = r
+        .cases
+        .iter()
+        .filter(|c| c.emulated)
+        .map(|c| c.case.as_str())
+        .collect();
+    if !emulated.is_empty() {
+        md.push_str(&format!(
+            "\n**EMULATOR**: {} ran on the SDAA emulator — every op on this host's CPU. Their figures (and their ratios to nvidia) measure the emulator, not SDAA hardware.\n",
+            emulated.join(", ")
+        ));
+    }
     let peaks: Vec<String> = r
         .cases
         .iter()
         .filter_map(|c| {
             let i = c.rounds.iter().find_map(|r| r.info.as_ref())?;
             match (&i.mfu_peak, &i.mfu_refused) {
-                (_, Some(why)) => Some(format!("- {}: MFU refused: {why}", c.case)),
+                (_, Some(why)) => Some(format!("- {}: MFU refused: {why}", c.label())),
                 (Some(p), None) => Some(format!(
                     "- {}: MFU against {:.4e} FLOP/s per device, {}",
-                    c.case, p.flops, p.source
+                    c.label(),
+                    p.flops,
+                    p.source
                 )),
                 _ => None,
             }
@@ -280,8 +308,9 @@ pub fn markdown(r: &Results<'_>) -> String {
     md
 }
 
-/// The columns of results.csv, one row per case × round.
-const CSV_COLUMNS: [&str; 22] = [
+/// The columns of results.csv, one row per case × round; `emulated` is `EMULATOR` for a
+/// round on the SDAA emulator (last, so the other columns keep their places).
+const CSV_COLUMNS: [&str; 23] = [
     "case",
     "round",
     "status",
@@ -304,6 +333,7 @@ const CSV_COLUMNS: [&str; 22] = [
     "final_loss",
     "mem_used",
     "mfu",
+    "emulated",
 ];
 
 fn csv_field(s: &str) -> String {
@@ -312,6 +342,10 @@ fn csv_field(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+fn emulator(emulated: bool) -> String {
+    if emulated { "EMULATOR" } else { "" }.to_string()
 }
 
 /// results.csv.
@@ -345,6 +379,7 @@ pub fn csv(cases: &[CaseResult]) -> String {
                     opt(i.final_loss),
                     opt(i.mem_used),
                     opt(i.mfu),
+                    emulator(r.emulated),
                 ],
                 None => {
                     let mut row = vec![
@@ -353,7 +388,8 @@ pub fn csv(cases: &[CaseResult]) -> String {
                         "failed".into(),
                         r.error.clone().unwrap_or_default(),
                     ];
-                    row.resize(CSV_COLUMNS.len(), String::new());
+                    row.resize(CSV_COLUMNS.len() - 1, String::new());
+                    row.push(emulator(r.emulated));
                     row
                 }
             };
@@ -369,62 +405,118 @@ pub fn csv(cases: &[CaseResult]) -> String {
     out
 }
 
-/// p_whole per case as a horizontal bar chart (mean, with min–max whiskers).
+/// p_whole per case as horizontal bars (mean, with min–max whiskers), one panel and x axis
+/// per throughput unit — images/s and tokens/s differ by orders of magnitude and are not one
+/// scale. Emulated cases are drawn hatched-grey and labelled `(EMULATOR)`.
 pub fn p_whole_svg(cases: &[CaseResult]) -> Result<String, Box<dyn std::error::Error>> {
-    let bars: Vec<(String, Stat)> = cases
+    let mut units: Vec<&str> = Vec::new();
+    for c in cases {
+        if c.stat("p_whole").is_some() && !units.contains(&c.items_unit.as_str()) {
+            units.push(&c.items_unit);
+        }
+    }
+    let bars_of = |unit: &str| -> Vec<Bar> {
+        cases
+            .iter()
+            .filter(|c| c.items_unit == unit)
+            .filter_map(|c| c.stat("p_whole").map(|s| (c.label(), *s, c.emulated)))
+            .collect()
+    };
+    let panels: Vec<(&str, Vec<Bar>)> = units.iter().map(|u| (*u, bars_of(u))).collect();
+    let height_of = |n: usize| 100 + 40 * n.max(1) as u32;
+    let total: u32 = panels
         .iter()
-        .filter_map(|c| {
-            c.stat("p_whole")
-                .map(|s| (format!("{} ({}/s)", c.case, c.items_unit), *s))
-        })
-        .collect();
+        .map(|(_, b)| height_of(b.len()))
+        .sum::<u32>()
+        .max(height_of(0));
     let mut svg = String::new();
     {
-        let height = 120 + 40 * bars.len().max(1) as u32;
-        let root = SVGBackend::with_string(&mut svg, (900, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (900, total)).into_drawing_area();
         root.fill(&WHITE)?;
-        let hi = bars
-            .iter()
-            .map(|b| b.1.max)
-            .fold(0.0f64, f64::max)
-            .max(1e-9)
-            * 1.1;
-        let n = bars.len().max(1) as f64;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "p_whole per case (items/s, mean of rounds; whiskers min–max)",
-                ("sans-serif", 18),
-            )
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(10)
-            .build_cartesian_2d(0f64..hi, 0f64..n)?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .disable_y_axis()
-            .x_desc("items/s")
-            .draw()?;
-        let blue = RGBColor(31, 119, 180);
-        chart.draw_series(bars.iter().enumerate().map(|(i, (_, s))| {
-            let y = i as f64;
-            Rectangle::new([(0.0, y + 0.2), (s.mean, y + 0.8)], blue.filled())
-        }))?;
-        chart.draw_series(bars.iter().enumerate().map(|(i, (_, s))| {
-            let y = i as f64 + 0.5;
-            PathElement::new(vec![(s.min, y), (s.max, y)], BLACK.stroke_width(2))
-        }))?;
-        // Each case's name over its bar, with the mean.
-        chart.draw_series(bars.iter().enumerate().map(|(i, (name, s))| {
-            Text::new(
-                format!("{name}: {:.1}", s.mean),
-                (hi * 0.01, i as f64 + 0.95),
-                ("sans-serif", 14).into_font(),
-            )
-        }))?;
+        let mut rest = root.clone();
+        for (unit, bars) in &panels {
+            let (area, below) = rest.split_vertically(height_of(bars.len()));
+            draw_panel(&area, unit, bars)?;
+            rest = below;
+        }
+        if panels.is_empty() {
+            root.draw(&Text::new(
+                "no round succeeded: no p_whole to draw",
+                (20, 40),
+                ("sans-serif", 16).into_font(),
+            ))?;
+        }
         root.present()?;
     }
     Ok(svg)
+}
+
+type Panel<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// One bar of p_whole.svg: the case's label, its p_whole, whether it ran on the emulator.
+type Bar = (String, Stat, bool);
+
+/// One unit's bars on its own x axis.
+fn draw_panel(
+    area: &Panel<'_>,
+    unit: &str,
+    bars: &[Bar],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let hi = bars
+        .iter()
+        .map(|b| b.1.max)
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.1;
+    let n = bars.len().max(1) as f64;
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!("p_whole per case, {unit}/s (mean of rounds; whiskers min–max)"),
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(10)
+        .build_cartesian_2d(0f64..hi, 0f64..n)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .disable_y_axis()
+        .x_desc(format!("{unit}/s"))
+        .draw()?;
+    let blue = RGBColor(31, 119, 180);
+    let grey = RGBColor(150, 150, 150);
+    chart.draw_series(bars.iter().enumerate().map(|(i, (_, s, emulated))| {
+        let y = i as f64;
+        let color = if *emulated { grey } else { blue };
+        Rectangle::new([(0.0, y + 0.2), (s.mean, y + 0.8)], color.filled())
+    }))?;
+    // Emulated bars hatched, so the mark survives a grey-scale print.
+    chart.draw_series(bars.iter().enumerate().filter(|(_, b)| b.2).flat_map(
+        |(i, (_, s, _))| {
+            let y = i as f64;
+            (1..8).map(move |k| {
+                let x = s.mean * k as f64 / 8.0;
+                PathElement::new(
+                    vec![(x, y + 0.2), (x + s.mean / 16.0, y + 0.8)],
+                    WHITE.stroke_width(2),
+                )
+            })
+        },
+    ))?;
+    chart.draw_series(bars.iter().enumerate().map(|(i, (_, s, _))| {
+        let y = i as f64 + 0.5;
+        PathElement::new(vec![(s.min, y), (s.max, y)], BLACK.stroke_width(2))
+    }))?;
+    // Each case's name over its bar, with the mean.
+    chart.draw_series(bars.iter().enumerate().map(|(i, (name, s, _))| {
+        Text::new(
+            format!("{name}: {:.1}", s.mean),
+            (hi * 0.01, i as f64 + 0.95),
+            ("sans-serif", 14).into_font(),
+        )
+    }))?;
+    Ok(())
 }
 
 /// Write results.md, results.json, results.csv and p_whole.svg into `dir` (atomically).

@@ -42,6 +42,63 @@ pub struct RoundResult {
     pub run_secs: f64,
     /// Seconds the bench spent on the round besides the run itself.
     pub overhead: f64,
+    /// It ran on the SDAA emulator, not SDAA hardware ([`emulated`]).
+    #[serde(default)]
+    pub emulated: bool,
+}
+
+/// What the SDAA emulator prints that SDAA hardware never does: the device name its runtime
+/// reports (the engine logs it when the run starts) and the emulator's torch_sdaa version
+/// table, every row marked `EMULATOR`.
+pub const EMULATOR_MARKS: [&str; 2] = ["SDAA emulator device", "(EMULATOR"];
+
+/// Whether a round of `case` ran on the SDAA emulator: a case on the `sdaa` device whose runs
+/// said so on their console (`consoles`), or — when the console is silent on it (a quiet
+/// `RUST_LOG`) — whose SDAA runtime, the `libsdaart.so` under `$SDAA_HOME` / `$TECO_HOME`
+/// the runs load, is the emulator's (it holds the same device-name text).
+pub fn emulated(case: &Resolved, consoles: &[PathBuf]) -> bool {
+    if case.hardware.device != "sdaa" {
+        return false;
+    }
+    if consoles.iter().any(|c| mentions(c, &EMULATOR_MARKS)) {
+        return true;
+    }
+    ["SDAA_HOME", "TECO_HOME"]
+        .iter()
+        .find_map(|v| std::env::var_os(v).filter(|h| !h.is_empty()))
+        .is_some_and(|home| {
+            mentions(
+                &Path::new(&home).join("lib64/libsdaart.so"),
+                &EMULATOR_MARKS[..1],
+            )
+        })
+}
+
+/// Whether the file at `path` (a regular file; read in 64 KiB chunks, so any size) holds one
+/// of `marks`.
+fn mentions(path: &Path, marks: &[&str]) -> bool {
+    use std::io::Read;
+    let Ok(mut f) = model_config::files::open_regular(path) else {
+        return false;
+    };
+    let finders: Vec<memchr::memmem::Finder> =
+        marks.iter().map(memchr::memmem::Finder::new).collect();
+    let keep = marks.iter().map(|m| m.len()).max().unwrap_or(1) - 1;
+    let mut buf = vec![0u8; 64 * 1024 + keep];
+    let mut held = 0;
+    loop {
+        let n = match f.read(&mut buf[held..]) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => n,
+        };
+        let filled = held + n;
+        if finders.iter().any(|m| m.find(&buf[..filled]).is_some()) {
+            return true;
+        }
+        // Keep the tail, so a mark cut between two reads is still found.
+        held = keep.min(filled);
+        buf.copy_within(filled - held..filled, 0);
+    }
 }
 
 /// The command line of node `node_rank` writing to `out_dir`; `port` is the rendezvous port
@@ -162,6 +219,7 @@ pub fn run_round(
         log_tail: None,
         run_secs: 0.0,
         overhead: 0.0,
+        emulated: false,
     };
     let fail = |mut r: RoundResult, why: String, tail: Option<String>| {
         r.error = Some(why);
@@ -222,6 +280,7 @@ pub fn run_round(
     });
     let e2e = launch.elapsed().as_secs_f64();
     result.run_secs = e2e;
+    result.emulated = emulated(case, &consoles);
     let log_tail = || {
         consoles
             .iter()
@@ -260,7 +319,10 @@ pub fn run_round(
     let info = finished::read_log(&log)
         .and_then(|facts| finished::finished_info(case, round, e2e, &facts));
     let info = match info {
-        Ok(i) => i,
+        Ok(mut i) => {
+            i.emulated = result.emulated;
+            i
+        }
         Err(why) => return fail(result, why, Some(log_tail())),
     };
     let json = serde_json::to_string_pretty(&info).unwrap_or_default();

@@ -1,5 +1,6 @@
 //! finished_info from a run's driver events: FlagPerf's invariants, MFU and its refusals, the
-//! results' statistics, scaling efficiency and vendor-vs-nvidia ratio.
+//! results' statistics, scaling efficiency and vendor-vs-nvidia ratio, and the EMULATOR mark
+//! and per-unit axes of every output.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -204,6 +205,7 @@ fn ok_round(c: &Resolved, r: usize, e2e: f64) -> RoundResult {
         log_tail: None,
         run_secs: e2e,
         overhead: 0.01,
+        emulated: false,
     }
 }
 
@@ -245,6 +247,7 @@ fn results_give_spread_scaling_efficiency_and_the_ratio_to_nvidia() {
         log_tail: Some("error: loss became non-finite".into()),
         run_secs: 1.0,
         overhead: 0.0,
+        emulated: false,
     };
     cases[0].rounds.push(failed);
     cases[0] = CaseResult::new(&c.key, "cpu", "images", cases[0].rounds.clone());
@@ -286,4 +289,85 @@ fn results_give_spread_scaling_efficiency_and_the_ratio_to_nvidia() {
         "{}",
         &svg[..200.min(svg.len())]
     );
+}
+
+/// Issue #25 item 4: nothing in results.md / .json / .csv or the picture said a row ran on
+/// the SDAA emulator, and images/s and tokens/s shared one axis. Every emulated row is marked
+/// EMULATOR; each throughput unit gets its own panel and axis.
+#[test]
+fn emulated_rows_are_marked_everywhere_and_units_get_their_own_axis() {
+    let mut cases = Vec::new();
+    for (key, emulated) in [
+        ("resnet:rust-tch:cpu:1:1:1", false),
+        ("resnet:rust-tch:sdaa:1:1:2", true),
+        ("gpt:rust-tch:cpu:1:1:1", false),
+    ] {
+        let c = case(key);
+        let rounds = (1..=c.key.repeat)
+            .map(|r| {
+                let mut round = ok_round(&c, r, 12.5);
+                round.emulated = emulated;
+                round.info.as_mut().unwrap().emulated = emulated;
+                round
+            })
+            .collect();
+        cases.push(CaseResult::new(
+            &c.key,
+            &c.hardware.vendor,
+            &c.base.items,
+            rounds,
+        ));
+    }
+    assert_eq!(
+        cases.iter().map(|c| c.emulated).collect::<Vec<_>>(),
+        [false, true, false]
+    );
+    let r = Results {
+        command: "modelzoo bench",
+        cases: &cases,
+        bench_overhead_secs: 0.1,
+        bench_overhead_pct: 0.2,
+    };
+    let md = markdown(&r);
+    assert!(
+        md.contains("| resnet:rust-tch:sdaa:1x1 (EMULATOR) | 2/2 |"),
+        "{md}"
+    );
+    assert!(md.contains("| resnet:rust-tch:cpu:1x1 | 1/1 |"), "{md}");
+    assert!(
+        md.contains("**EMULATOR**: resnet:rust-tch:sdaa:1x1 ran on the SDAA emulator"),
+        "{md}"
+    );
+    let table = csv(&cases);
+    let header = table.lines().next().unwrap();
+    assert!(header.ends_with(",mfu,emulated"), "{header}");
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        assert_eq!(
+            row.ends_with(",EMULATOR"),
+            row.starts_with("resnet:rust-tch:sdaa:1x1,"),
+            "{row}"
+        );
+    }
+    let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["cases"][1]["emulated"], true);
+    assert_eq!(json["cases"][1]["rounds"][0]["emulated"], true);
+    assert_eq!(json["cases"][1]["rounds"][0]["info"]["emulated"], true);
+    assert_eq!(json["cases"][0]["emulated"], false);
+    let svg = p_whole_svg(&cases).unwrap();
+    assert!(svg.contains("resnet:rust-tch:sdaa:1x1 (EMULATOR)"), "{svg}");
+    for unit in ["images", "tokens"] {
+        assert!(
+            svg.contains(&format!("p_whole per case, {unit}/s")),
+            "a panel of its own for {unit}/s"
+        );
+    }
+    // A finished_info.json written before the mark reads as not emulated.
+    let mut old = serde_json::to_value(cases[0].rounds[0].info.as_ref().unwrap()).unwrap();
+    old.as_object_mut().unwrap().remove("emulated");
+    let back: modelzoo_bench::finished::FinishedInfo = serde_json::from_value(old).unwrap();
+    assert!(!back.emulated);
+    // No round succeeded: the picture says so instead of drawing empty axes.
+    assert!(p_whole_svg(&[]).unwrap().contains("no round succeeded"));
 }

@@ -212,10 +212,10 @@ fn stopped_run_fails_and_same_file_warns() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("baseline steps covered by the candidate")
-            && stdout.contains("1 of 100 (1.00%)")
+        stdout.contains("coverage: steps compared of the longer log")
+            && stdout.contains("1 of 100 (1.00%; baseline 100, candidate 1; at least 95.00%)")
             && stdout.contains(
-                "FAIL (rel1, threshold 1.0000%): the candidate covers 1 of the baseline's 100 steps (1.00%)"
+                "FAIL (rel1, threshold 1.0000%): 1 step(s) compared of the baseline's 100 (1.00%; the candidate has 1), below the 95.00% --min-coverage"
             ),
         "{stdout}"
     );
@@ -230,7 +230,9 @@ fn stopped_run_fails_and_same_file_warns() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("1 of 100 (1.00%), partial run allowed"),
+        stdout.contains(
+            "1 of 100 (1.00%; baseline 100, candidate 1; at least 95.00%), partial run allowed"
+        ),
         "{stdout}"
     );
 
@@ -360,4 +362,127 @@ fn noise_run_reports_run_to_run_variation() {
         "--noise-gate",
     ]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Issue #25 item 1 through the CLI: runs a few steps apart pass the default --min-coverage
+/// (95%) and a stricter one fails them (exit 1); a bad share is exit 2. The default metric
+/// falls back to `train_loss` / `loss` in build-in and NLP logs and says so; an explicit
+/// --metric does not.
+#[test]
+fn min_coverage_and_the_default_metric_fallback() {
+    let t = tempfile::tempdir().unwrap();
+    let b = log(t.path(), "cuda.log", 105, 1.0);
+    let c = log(t.path(), "sdaa.log", 101, 1.002);
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let out = modelzoo(&["compare", "--baseline", &s(&b), "--candidate", &s(&c)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("101 of 105 (96.19%; baseline 105, candidate 101; at least 95.00%)"),
+        "{stdout}"
+    );
+    for (share, code) in [("0.99", Some(1)), ("99%", Some(1)), ("96%", Some(0))] {
+        let out = modelzoo(&[
+            "compare",
+            "--baseline",
+            &s(&b),
+            "--candidate",
+            &s(&c),
+            "--min-coverage",
+            share,
+        ]);
+        assert_eq!(out.status.code(), code, "{share}");
+    }
+    for bad in ["150%", "most", "-1"] {
+        let out = modelzoo(&[
+            "compare",
+            "--baseline",
+            &s(&b),
+            "--candidate",
+            &s(&c),
+            &format!("--min-coverage={bad}"),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--min-coverage"));
+    }
+
+    // A build-in model's epoch summaries and an NLP model's CSV.
+    let epochs = |name: &str, scale: f64| {
+        let mut s = String::from("[INFO] Creating model with 100 output classes.\n");
+        for e in 0..10 {
+            let l = (4.0 - 0.3 * e as f64) * scale;
+            writeln!(s, "==== Epoch {e}/9 ====\nEpoch[{e}]: train_loss {l:.4} acc1 {:.2} | val_loss {:.4} acc1 {:.2} lr 0.1", 10.0 + e as f64, l, 9.0 + e as f64).unwrap();
+        }
+        let p = t.path().join(name);
+        fs::write(&p, s).unwrap();
+        p
+    };
+    let (eb, ec) = (
+        epochs("cuda_epochs.log", 1.0),
+        epochs("sdaa_epochs.log", 1.003),
+    );
+    let out = modelzoo(&["compare", "--baseline", &s(&eb), "--candidate", &s(&ec)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("(10 values of train_loss for rank 0")
+            && stdout.contains("the default metric fell back to `train_loss`")
+            && stdout.contains("val_acc1 last value"),
+        "{stdout}"
+    );
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &s(&eb),
+        "--candidate",
+        &s(&ec),
+        "--metric",
+        "train.loss",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let csv = |name: &str, scale: f64| {
+        let mut s = String::from("step,loss\n");
+        for i in 1..=50 {
+            writeln!(s, "{i},{:.6}", 0.5 / i as f64 * scale + 0.01).unwrap();
+        }
+        let p = t.path().join(name);
+        fs::write(&p, s).unwrap();
+        p
+    };
+    let (cb, cc) = (csv("cuda.csv", 1.0), csv("sdaa.csv", 1.001));
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &s(&cb),
+        "--candidate",
+        &s(&cc),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["metric"], "loss");
+    assert_eq!(v["figures"]["steps_compared"], 50);
+}
+
+/// Issue #28 through the CLI: identical all-zero loss logs are unusable input (exit 2, what
+/// to check), never a PASS printed next to `NaN%`.
+#[test]
+fn all_zero_logs_exit_2_without_nan() {
+    let t = tempfile::tempdir().unwrap();
+    let z = log(t.path(), "zero.log", 40, 0.0);
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let out = modelzoo(&["compare", "--baseline", &s(&z), "--candidate", &s(&z)]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        !stdout.contains("NaN") && !stdout.contains("PASS"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("is 0 at all 40 compared step(s)"),
+        "{stderr}"
+    );
 }

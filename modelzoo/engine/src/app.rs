@@ -36,6 +36,20 @@ pub trait Recipe {
     /// "/run_args.yaml"))`).
     const SPEC_YAML: &'static str;
 
+    /// What the run computes beyond the standard arguments, for its `PARAMETER` record (what
+    /// `modelzoo compare` checks two runs agree on before judging them): the learning rate
+    /// (default: `--lr`) and whatever else decides the numbers — run_resnet's memory format,
+    /// a language model's configured rate. `device` is the one the run trains on.
+    fn facts(
+        &self,
+        std: &StandardArgs,
+        _args: &Self::Args,
+        _prepared: &Self::Prepared,
+        _device: device_sdaa::DeviceKind,
+    ) -> Vec<(&'static str, crate::LogValue)> {
+        vec![("lr", crate::LogValue::Float(std.lr))]
+    }
+
     /// A command that replaces training (`run_gpt --generate`), or `None` to train.
     fn instead_of_training(
         &self,
@@ -325,6 +339,7 @@ fn train<R: Recipe>(
         device.default_amp_dtype(),
     );
 
+    let facts = recipe.facts(std, args, &prepared, device.kind());
     let mut fp64 = None;
     let dev = runner::train_device(&device, &settings, &mut fp64);
     let built = RunError::catch_libtorch("building the model", || {
@@ -370,7 +385,9 @@ fn train<R: Recipe>(
         .map_err(|e| {
             RunError::input(format!("cannot create metric log {}: {e}", json.display()))
         })?;
-    let parameter_record = runner::parameter_record(ddp.as_ref(), batch_size, parameters);
+    let mut parameter_record = runner::parameter_record(ddp.as_ref(), batch_size, parameters);
+    parameter_record.extend(runner::run_facts(model_name, &device, &settings));
+    parameter_record.extend(facts);
     tracing::info!(
         "{model_name} on {} ({}), {}, precision {:?}; metrics to stdout and {}",
         device.spec(),

@@ -22,6 +22,8 @@ mod settings;
 pub mod state_dict;
 
 pub use data::{BatchError, BatchSource};
+/// A value of a run's log record (what [`app::Recipe::facts`] returns).
+pub use dllogger::Value as LogValue;
 pub use device::TrainDevice;
 pub use dist::{DataParallel, WorldInfo};
 pub use dump::{at_least_f32, DumpLevel, DumpSettings, Fp64Device};

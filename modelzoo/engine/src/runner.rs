@@ -333,6 +333,34 @@ pub fn train_device<'a>(
     }
 }
 
+/// What every run states about itself in its `PARAMETER` record besides the batch sizes: the
+/// model, the device, the precision, the seed and the schedule's step limit — so `modelzoo
+/// compare` can tell two runs that computed different things from a port that drifted.
+pub fn run_facts(
+    model_name: &str,
+    device: &Device,
+    settings: &EngineSettings,
+) -> Vec<(&'static str, Value)> {
+    let precision = match settings.precision {
+        crate::Precision::Fp32 => "fp32".to_string(),
+        crate::Precision::Amp { dtype, .. } => match dtype {
+            tch::Kind::BFloat16 => "amp-bf16".to_string(),
+            tch::Kind::Half => "amp-fp16".to_string(),
+            other => format!("amp-{other:?}"),
+        },
+    };
+    let mut facts = vec![
+        ("model_name", Value::Str(model_name.to_string())),
+        ("device", Value::Str(device.spec().to_string())),
+        ("precision", Value::Str(precision)),
+        ("seed", Value::Int(settings.seed as i64)),
+    ];
+    if let Some(steps) = settings.max_steps {
+        facts.push(("max_steps", Value::Int(steps as i64)));
+    }
+    facts
+}
+
 /// The JSON metric stream of a run: `<output_dir>/<model_name>_log.json`.
 pub fn log_path(output_dir: &Path, model_name: &str) -> PathBuf {
     output_dir.join(format!("{model_name}_log.json"))

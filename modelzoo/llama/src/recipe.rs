@@ -49,6 +49,17 @@ impl Recipe for LlamaRecipe {
         modelzoo_text::lm::plan(std)
     }
 
+    /// The configured peak learning rate (`Optimizer.lr.max_lr`, or `--lr` over it).
+    fn facts(
+        &self,
+        _std: &StandardArgs,
+        _args: &ModelArgs,
+        config: &LlamaConfig,
+        _device: device_sdaa::DeviceKind,
+    ) -> Vec<(&'static str, modelzoo_engine::LogValue)> {
+        vec![("lr", modelzoo_engine::LogValue::Float(config.optimizer.lr.max_lr))]
+    }
+
     fn build(
         &self,
         _std: &StandardArgs,

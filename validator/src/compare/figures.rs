@@ -1,29 +1,50 @@
 //! The figures over the paired steps and the rule's verdict on them.
 
+use super::steps::Pairs;
 use super::{
-    Extreme, Figures, Pair, Rule, Verdict, MODELZOO_LOSS_MEAN_DIFF, MODELZOO_LOSS_MEAN_REL,
+    Extreme, Figures, Rule, Verdict, MODELZOO_LOSS_MEAN_DIFF, MODELZOO_LOSS_MEAN_REL,
     ZERO_FINAL_ABS_TOL,
 };
 
-/// A candidate that covers fewer steps than the baseline has stopped early (or logs less
-/// often): it fails unless partial runs are allowed, and then it is warned about.
+/// The shorter run must cover at least `min_coverage` of the longer: a run that stopped
+/// early (or logs fewer steps) fails unless partial runs are allowed, and then it is warned
+/// about. Above the minimum but short of all steps, a warning says what was not judged.
 pub(super) fn gate_coverage(v: &mut Verdict, f: &Figures, allow_partial: bool) {
-    if f.steps_compared >= f.baseline_steps {
+    let longest = f.baseline_steps.max(f.candidate_steps);
+    if f.steps_compared >= longest {
         return;
     }
+    let (longer, other) = if f.baseline_steps >= f.candidate_steps {
+        ("baseline", "candidate")
+    } else {
+        ("candidate", "baseline")
+    };
     let covered = format!(
-        "the candidate covers {} of the baseline's {} steps ({})",
+        "{} step(s) compared of the {longer}'s {longest} ({}; the {other} has {})",
         f.steps_compared,
-        f.baseline_steps,
-        coverage_pct(f.coverage)
+        coverage_pct(f.coverage),
+        if longer == "baseline" {
+            f.candidate_steps
+        } else {
+            f.baseline_steps
+        }
     );
-    if allow_partial {
+    let enough = f.coverage >= f.min_coverage * (1.0 - 1e-12);
+    if enough {
         v.warnings.push(format!(
-            "{covered}; --allow-partial: the verdict judges those steps only"
+            "{covered}: at least the {} --min-coverage, so the verdict judges those steps; the {} step(s) only in one log are not judged",
+            coverage_pct(f.min_coverage),
+            longest - f.steps_compared
+        ));
+    } else if allow_partial {
+        v.warnings.push(format!(
+            "{covered}, below the {} --min-coverage; --allow-partial: the verdict judges those steps only",
+            coverage_pct(f.min_coverage)
         ));
     } else {
         v.reason = format!(
-            "{covered}: a run that stopped early does not pass — complete it, or give --allow-partial to judge the steps it has (the rule on those steps: {}: {})",
+            "{covered}, below the {} --min-coverage: a run that stopped early does not pass — complete it, or give --allow-partial to judge the steps compared (the rule on those steps: {}: {})",
+            coverage_pct(f.min_coverage),
             if v.pass { "PASS" } else { "FAIL" },
             v.reason
         );
@@ -37,69 +58,78 @@ pub fn coverage_pct(x: f64) -> String {
     format!("{:.2}%", (x * 10_000.0).floor() / 100.0)
 }
 
-/// The figures over the paired steps (`baseline_steps`: values in the baseline); sums are
-/// sequential, as Python's `sum` does.
-pub fn figures(pairs: &[Pair], baseline_steps: usize, tail: usize) -> Figures {
+/// Which share of the longer run is compared, and the least that passes.
+#[derive(Debug, Clone, Copy)]
+pub struct Coverage {
+    /// Values of the metric in the baseline and in the candidate.
+    pub baseline_steps: usize,
+    pub candidate_steps: usize,
+    /// Least steps compared / steps of the longer log that passes (0.95 = 95%).
+    pub min_coverage: f64,
+}
+
+/// The figures over the paired steps (`pairs` not empty); sums are sequential, as Python's
+/// `sum` does.
+pub fn figures(pairs: &Pairs, coverage: Coverage, tail: usize) -> Figures {
     let n = pairs.len();
+    let (b, c) = (pairs.baseline(), pairs.candidate());
     let (mut sum_rel, mut sum_abs_rel, mut sum_diff, mut sum_abs) = (0.0, 0.0, 0.0, 0.0);
     let mut rel_n = 0usize;
-    let mut max_abs = Extreme {
-        value: f64::NEG_INFINITY,
-        at: pairs[0].key,
-        index: 0,
-    };
-    let mut max_rel = max_abs;
-    for (i, p) in pairs.iter().enumerate() {
-        let d = p.diff();
+    let (mut max_abs, mut max_abs_at) = (f64::NEG_INFINITY, 0);
+    let (mut max_rel, mut max_rel_at) = (f64::NEG_INFINITY, 0);
+    let mut non_finite_steps = 0;
+    for i in 0..n {
+        let (x, y) = (b[i], c[i]);
+        let d = y - x;
+        non_finite_steps += usize::from(!(x.is_finite() && y.is_finite()));
         sum_diff += d;
         sum_abs += d.abs();
-        if d.abs() > max_abs.value {
-            max_abs = Extreme {
-                value: d.abs(),
-                at: p.key,
-                index: i,
-            };
+        if d.abs() > max_abs {
+            (max_abs, max_abs_at) = (d.abs(), i);
         }
-        if p.baseline != 0.0 {
-            let r = p.rel();
+        if x != 0.0 {
+            let r = d / x;
             sum_rel += r;
             sum_abs_rel += r.abs();
             rel_n += 1;
-            if r.abs() > max_rel.value {
-                max_rel = Extreme {
-                    value: r.abs(),
-                    at: p.key,
-                    index: i,
-                };
+            if r.abs() > max_rel {
+                (max_rel, max_rel_at) = (r.abs(), i);
             }
         }
     }
     if rel_n == 0 {
-        max_rel.value = f64::NAN;
+        max_rel = f64::NAN;
     }
     let tail = tail.min(n);
-    let last = &pairs[n - tail..];
-    let final_baseline = last.iter().map(|p| p.baseline).sum::<f64>() / tail as f64;
-    let final_candidate = last.iter().map(|p| p.candidate).sum::<f64>() / tail as f64;
+    let final_baseline = b[n - tail..].iter().sum::<f64>() / tail as f64;
+    let final_candidate = c[n - tail..].iter().sum::<f64>() / tail as f64;
+    let longest = coverage.baseline_steps.max(coverage.candidate_steps);
     Figures {
         steps_compared: n,
         mean_rel_err_signed: sum_rel / rel_n as f64,
         mean_rel_err_abs: sum_abs_rel / rel_n as f64,
         mean_diff_signed: sum_diff / n as f64,
         mean_abs_err: sum_abs / n as f64,
-        max_abs_err: max_abs,
-        max_rel_err: max_rel,
+        max_abs_err: Extreme {
+            value: max_abs,
+            at: pairs.get(max_abs_at).key,
+            index: max_abs_at,
+        },
+        max_rel_err: Extreme {
+            value: max_rel,
+            at: pairs.get(max_rel_at).key,
+            index: max_rel_at,
+        },
         zero_baseline_steps: n - rel_n,
-        non_finite_steps: pairs
-            .iter()
-            .filter(|p| !(p.baseline.is_finite() && p.candidate.is_finite()))
-            .count(),
-        baseline_steps,
-        coverage: if baseline_steps == 0 {
+        non_finite_steps,
+        baseline_steps: coverage.baseline_steps,
+        candidate_steps: coverage.candidate_steps,
+        coverage: if longest == 0 {
             1.0
         } else {
-            (n as f64 / baseline_steps as f64).min(1.0)
+            (n as f64 / longest as f64).min(1.0)
         },
+        min_coverage: coverage.min_coverage,
         tail,
         final_baseline,
         final_candidate,

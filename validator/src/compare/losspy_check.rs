@@ -32,7 +32,7 @@ pub(super) fn losspy_check(
     }
     let mut same_values = unread.is_empty();
     for (role, series, e) in [("baseline", baseline, b), ("candidate", candidate, c)] {
-        let ours: Vec<f64> = series.points.iter().map(|p| p.value).collect();
+        let ours = series.steps.values();
         let non_finite = ours.iter().filter(|v| !v.is_finite()).count();
         if e.pattern == losspy::Pattern::None {
             // Said above.
@@ -66,7 +66,7 @@ pub(super) fn losspy_check(
             parts.push(format!(
                 "loss.py's regex {read} as the {role}'s value {} ({}) where this comparison reads {}",
                 i + 1,
-                series.points[i].key,
+                series.steps.key(i),
                 ours[i]
             ));
         }
@@ -103,12 +103,12 @@ pub(super) fn losspy_check(
         )),
         _ => {}
     }
-    if !parts.is_empty() && (options.metric != "train.loss" || options.rank != 0) {
+    if !parts.is_empty() && (baseline.metric != "train.loss" || options.rank != 0) {
         parts.insert(
             0,
             format!(
                 "loss.py reads rank 0's train.loss, whatever --metric ({}) and --rank ({}) say",
-                options.metric, options.rank
+                baseline.metric, options.rank
             ),
         );
     }

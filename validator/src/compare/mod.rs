@@ -1,27 +1,32 @@
 //! `modelzoo compare`: does the candidate (SDAA) run match the baseline (CUDA) run?
 //!
 //! Both logs are streamed through `dllogger`'s reader (any format it knows); only the selected
-//! metric's values for the selected rank are kept (a 32-byte point each), plus the last value
-//! of every `val.*` metric. Steps are paired by (epoch, iteration) — the n-th occurrence of a
-//! key in one log with the n-th in the other — or by position (`Align::Order`); steps present
-//! in only one log are counted and listed as ranges.
+//! metric's values for the selected rank are kept — 8 bytes a value, the keys as runs
+//! ([`Steps`]) — plus the last value of every `val.*` / `val_*` metric and what the log's
+//! PARAMETER records say about the run. Steps are paired by (epoch, iteration) — the n-th
+//! occurrence of a key in one log with the n-th in the other — or by position
+//! (`Align::Order`), streaming; steps present in only one log are counted and listed as ranges.
 //!
-//! A comparison cannot pass a broken run: a candidate that covers fewer of the baseline's
-//! steps fails unless partial runs are allowed ([`Options::allow_partial`]); a zero final value
-//! is judged by an absolute rule ([`ZERO_FINAL_ABS_TOL`]) rather than a NaN relative error;
-//! comparing a file with itself is flagged; and under `modelzoo-loss` the output says when
-//! loss.py's own extraction would read the logs differently ([`crate::losspy`]).
+//! A comparison cannot pass a broken run: when the shorter run covers less than
+//! [`Options::min_coverage`] of the longer it fails unless partial runs are allowed
+//! ([`Options::allow_partial`]); a zero final value is judged by an absolute rule
+//! ([`ZERO_FINAL_ABS_TOL`]) rather than a NaN relative error, and a baseline that is 0 at
+//! every step is refused; comparing a file with itself is flagged; the runs' configurations
+//! are compared ([`RunConfig`]); and under `modelzoo-loss` the output says when loss.py's own
+//! extraction would read the logs differently ([`crate::losspy`]).
 //!
 //! Given a second baseline run (another seed, [`Options::noise`]), the comparison also says
 //! whether the candidate deviates from the baseline more than that run does: the noise floor
 //! ([`NoiseFloor`]), reported beside the rule's verdict and gating it only under
 //! [`Options::noise_gate`].
 
+mod facts;
 mod figures;
 mod losspy_check;
 mod noise;
 mod pairing;
 mod read;
+mod steps;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -33,10 +38,14 @@ use crate::losspy;
 use figures::gate_coverage;
 use losspy_check::losspy_check;
 use noise::noise_floor;
-use pairing::{pair_by_key, pair_by_order, ranges};
+use pairing::{pair_by_key, pair_by_order};
 
-pub use figures::{coverage_pct, figures, pct, verdict};
-pub use read::{compare_files, read_series, same_file};
+pub use facts::{lines as config_lines, run_config, same_value, FactDiff, RunConfig};
+pub use figures::{coverage_pct, figures, pct, verdict, Coverage};
+pub use read::{
+    compare_files, read_series, read_series_of_first, same_file, DEFAULT_METRIC, METRIC_FALLBACKS,
+};
+pub use steps::{KeySeq, Keyed, Pairs, Steps};
 
 /// How steps of the two logs are paired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -87,17 +96,27 @@ pub const ZERO_FINAL_ABS_TOL: f64 = 1e-6;
 /// off by more than twice seed-to-seed variation is reported.
 pub const NOISE_FACTOR: f64 = 2.0;
 
+/// Default least share of the longer run the compared steps must cover. Two complete runs of
+/// one short-training schedule can log a few steps apart (a CUDA run of 105 steps against an
+/// SDAA run of 101 is 96%); a run that stopped early is far below (1 step of 100 is 1%).
+pub const DEFAULT_MIN_COVERAGE: f64 = 0.95;
+
 /// What to compare and how.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub metric: String,
+    /// When `metric` is the default [`DEFAULT_METRIC`] and a log has none, use the first of
+    /// [`METRIC_FALLBACKS`] it has (said in the output). Off: `metric` or nothing.
+    pub metric_fallback: bool,
     pub rank: u32,
     pub align: Align,
     /// The final value is the mean of the last `tail` paired steps.
     pub tail: usize,
     pub rule: Rule,
-    /// Judge a candidate that covers only part of the baseline's steps (a run stopped early)
-    /// on the steps it has. Off by default: such a candidate fails.
+    /// Least share of the longer run's steps the compared steps must be (0.95 = 95%).
+    pub min_coverage: f64,
+    /// Judge runs whose compared steps cover less than `min_coverage` of the longer run (a run
+    /// stopped early) on the steps compared. Off by default: they fail.
     pub allow_partial: bool,
     /// A second baseline run (same device and configuration, another seed): measure the
     /// run-to-run variation the candidate is judged against.
@@ -112,11 +131,13 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            metric: "train.loss".into(),
+            metric: DEFAULT_METRIC.into(),
+            metric_fallback: true,
             rank: 0,
             align: Align::Key,
             tail: 10,
             rule: Rule::Rel1 { threshold: 0.01 },
+            min_coverage: DEFAULT_MIN_COVERAGE,
             allow_partial: false,
             noise: None,
             noise_factor: NOISE_FACTOR,
@@ -202,12 +223,19 @@ pub struct Point {
 #[derive(Debug, Clone, Serialize)]
 pub struct Series {
     pub path: PathBuf,
+    /// The metric read: the one asked for, or the default's fallback this log has.
+    pub metric: String,
+    /// Why the metric is not the one asked for (the default fell back), when it is not.
+    pub metric_note: Option<String>,
     #[serde(skip)]
-    pub points: Vec<Point>,
+    pub steps: Steps,
     /// Values of the selected metric for the selected rank.
     pub values: usize,
-    /// Last value of each `val.*` metric for the selected rank.
+    /// Last value of each `val.*` / `val_*` metric for the selected rank.
     pub eval_last: BTreeMap<String, f64>,
+    /// What the log says about its run: its PARAMETER entries and the `FINISHED` event's
+    /// `steps`, `world_size`, `num_params` (key → value as written).
+    pub facts: BTreeMap<String, String>,
     /// Metric names seen for the selected rank (for "metric absent" errors).
     pub metrics_seen: Vec<String>,
     /// Ranks seen in the log.
@@ -234,13 +262,22 @@ pub enum CompareError {
         path: PathBuf,
         message: String,
     },
-    #[error("{role} log {path}: metric `{metric}` is absent for rank {rank} ({seen}) — choose one with --metric / --rank")]
+    #[error("{role} log {path}: metric `{metric}`{} is absent for rank {rank} ({seen}) — choose one with --metric / --rank", fallback_words(.fallbacks))]
     MetricAbsent {
         role: &'static str,
         path: PathBuf,
         metric: String,
+        /// The default metric's fallbacks tried too.
+        fallbacks: Vec<String>,
         rank: u32,
         seen: String,
+    },
+    #[error("the baseline's `{metric}` is 0 at all {steps} compared step(s) (baseline {baseline}, candidate {candidate}): relative errors are undefined and a value that never moves says nothing about the port — check that the run computes and logs its loss (a loss of 0 from the first step is not being logged), or compare a metric that changes with --metric")]
+    AllZero {
+        metric: String,
+        steps: usize,
+        baseline: PathBuf,
+        candidate: PathBuf,
     },
     #[error("no common steps: the baseline has {baseline} and the candidate {candidate} values of `{metric}`, but no (epoch, iteration) in common (baseline starts at {baseline_first}, candidate at {candidate_first}) — use --align order to pair by position")]
     NoCommonSteps {
@@ -252,6 +289,14 @@ pub enum CompareError {
     },
     #[error("report directory {path}: {message}")]
     Report { path: PathBuf, message: String },
+}
+
+fn fallback_words(fallbacks: &[String]) -> String {
+    if fallbacks.is_empty() {
+        String::new()
+    } else {
+        format!(" (nor its fallbacks `{}`)", fallbacks.join("`, `"))
+    }
 }
 
 /// A baseline and a candidate value at the same step.
@@ -320,10 +365,13 @@ pub struct Figures {
     /// Steps where either value is NaN or infinite (a diverged run): they poison the means,
     /// so any such step makes both rules fail.
     pub non_finite_steps: usize,
-    /// Values of the metric in the baseline: the steps a complete candidate covers.
+    /// Values of the metric in the baseline and in the candidate.
     pub baseline_steps: usize,
-    /// steps_compared / baseline_steps: how much of the baseline run the candidate covers.
+    pub candidate_steps: usize,
+    /// steps_compared / the longer log's steps: how much of the longer run is compared.
     pub coverage: f64,
+    /// The least coverage that passes (--min-coverage).
+    pub min_coverage: f64,
     /// Steps averaged for the final value.
     pub tail: usize,
     pub final_baseline: f64,
@@ -379,7 +427,7 @@ pub struct Comparison {
     pub baseline: Series,
     pub candidate: Series,
     #[serde(skip)]
-    pub pairs: Vec<Pair>,
+    pub pairs: Pairs,
     pub only_in_baseline: usize,
     pub only_in_candidate: usize,
     pub only_in_baseline_ranges: Vec<KeyRange>,
@@ -391,6 +439,10 @@ pub struct Comparison {
     pub losspy: Option<LossPyCheck>,
     /// The candidate against run-to-run variation (only with a noise run).
     pub noise: Option<NoiseFloor>,
+    /// What the two logs say about their runs, and where they differ.
+    pub config: RunConfig,
+    /// On a FAIL: what to run next to find out why (empty on a PASS).
+    pub next_steps: Vec<String>,
 }
 
 /// The noise verdict.
@@ -483,6 +535,12 @@ pub fn compare_with_noise(
             }
         ));
     }
+    if baseline.metric != candidate.metric {
+        warnings.push(format!(
+            "the baseline's loss is `{}` and the candidate's `{}` (the default metric's fallback): they are compared as the same loss",
+            baseline.metric, candidate.metric
+        ));
+    }
     for (role, s) in [("baseline", &baseline), ("candidate", &candidate)] {
         if s.overlong_lines > 0 {
             warnings.push(format!(
@@ -514,27 +572,33 @@ pub fn compare_with_noise(
         _ => options.align,
     };
     let (pairs, only_b, only_c) = match align {
-        Align::Order => pair_by_order(&baseline.points, &candidate.points),
-        Align::Key => pair_by_key(&mut baseline.points, &mut candidate.points),
+        Align::Order => pair_by_order(&baseline.steps, &candidate.steps),
+        Align::Key => pair_by_key(&baseline.steps, &candidate.steps),
     };
     if pairs.is_empty() {
-        let first = |s: &Series| {
-            s.points
-                .iter()
-                .map(|p| p.key)
-                .min()
-                .map(|k| k.to_string())
-                .unwrap_or_default()
-        };
+        let first = |s: &Series| s.steps.min_key().map(|k| k.to_string()).unwrap_or_default();
         return Err(CompareError::NoCommonSteps {
-            metric: options.metric.clone(),
+            metric: baseline.metric.clone(),
             baseline: baseline.values,
             candidate: candidate.values,
             baseline_first: first(&baseline),
             candidate_first: first(&candidate),
         });
     }
-    let figures = figures(&pairs, baseline.values, options.tail.max(1));
+    if pairs.baseline().iter().all(|&b| b == 0.0) {
+        return Err(CompareError::AllZero {
+            metric: baseline.metric.clone(),
+            steps: pairs.len(),
+            baseline: baseline.path.clone(),
+            candidate: candidate.path.clone(),
+        });
+    }
+    let coverage = Coverage {
+        baseline_steps: baseline.values,
+        candidate_steps: candidate.values,
+        min_coverage: options.min_coverage,
+    };
+    let figures = figures(&pairs, coverage, options.tail.max(1));
     let eval: Vec<EvalFigure> = baseline
         .eval_last
         .iter()
@@ -548,11 +612,10 @@ pub fn compare_with_noise(
         })
         .collect();
 
-    if !only_b.is_empty() || !only_c.is_empty() {
+    if only_b.count > 0 || only_c.count > 0 {
         warnings.push(format!(
             "{} step(s) only in the baseline and {} only in the candidate were not compared (listed below)",
-            only_b.len(),
-            only_c.len()
+            only_b.count, only_c.count
         ));
     }
     if figures.zero_baseline_steps > 0 {
@@ -573,16 +636,30 @@ pub fn compare_with_noise(
         ));
     }
     if !same_file
-        && only_b.is_empty()
-        && only_c.is_empty()
+        && only_b.count == 0
+        && only_c.count == 0
         && pairs
+            .baseline()
             .iter()
-            .all(|p| p.baseline.to_bits() == p.candidate.to_bits())
+            .zip(pairs.candidate())
+            .all(|(b, c)| b.to_bits() == c.to_bits())
     {
         warnings.push(
             "every value is identical in the two logs: is the candidate a copy of the baseline?"
                 .to_string(),
         );
+    }
+    let config = run_config(&baseline.facts, &candidate.facts);
+    if !config.differences.is_empty() {
+        warnings.push(format!(
+            "the two runs' configurations differ ({}): they did not compute the same thing, so the figures measure more than the port",
+            config
+                .differences
+                .iter()
+                .map(|d| format!("{}: {} vs {}", d.fact, d.baseline, d.candidate))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
     }
     let mut verdict = verdict(options.rule, &figures, warnings);
     gate_coverage(&mut verdict, &figures, options.allow_partial);
@@ -596,9 +673,12 @@ pub fn compare_with_noise(
         }
         _ => None,
     };
+    // Release the raw series before the noise run is paired: the pairs hold what is needed.
+    baseline.steps.clear();
+    candidate.steps.clear();
     let noise = match noise {
         Some(n) => {
-            let floor = noise_floor(&mut baseline, n, &pairs, align, options)?;
+            let floor = noise_floor(&baseline.path, n, &pairs, align, options)?;
             verdict.warnings.extend(floor.1);
             let floor = floor.0;
             if options.noise_gate && floor.verdict != NoiseVerdict::Within && verdict.pass {
@@ -613,64 +693,133 @@ pub fn compare_with_noise(
         }
         None => None,
     };
-    // Release the raw series: the pairs hold what the report needs.
-    baseline.points = Vec::new();
-    candidate.points = Vec::new();
+    let next_steps = if verdict.pass {
+        Vec::new()
+    } else {
+        next_steps(
+            &baseline,
+            &candidate,
+            &verdict,
+            &config,
+            noise.as_ref(),
+            options,
+        )
+    };
     Ok(Comparison {
-        metric: options.metric.clone(),
+        metric: baseline.metric.clone(),
         rank: options.rank,
         align,
         allow_partial: options.allow_partial,
         same_file,
         baseline,
         candidate,
-        only_in_baseline: only_b.len(),
-        only_in_candidate: only_c.len(),
-        only_in_baseline_ranges: ranges(&only_b),
-        only_in_candidate_ranges: ranges(&only_c),
+        only_in_baseline: only_b.count,
+        only_in_candidate: only_c.count,
+        only_in_baseline_ranges: only_b.ranges,
+        only_in_candidate_ranges: only_c.ranges,
         pairs,
         figures,
         eval,
         verdict,
         losspy,
         noise,
+        config,
+        next_steps,
     })
+}
+
+/// A path as a shell word.
+fn shell_word(p: &std::path::Path) -> String {
+    let s = p.display().to_string();
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:%,+@".contains(c))
+    {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// What to run after a FAIL, in order: make the runs compute the same thing, measure the
+/// run-to-run variation with a second-seed baseline (`--noise`), then dump one step of each
+/// run and let `modelzoo diff` name the op that drifted (docs/diff.md).
+fn next_steps(
+    baseline: &Series,
+    candidate: &Series,
+    verdict: &Verdict,
+    config: &RunConfig,
+    noise: Option<&NoiseFloor>,
+    options: &Options,
+) -> Vec<String> {
+    let (b, c) = (shell_word(&baseline.path), shell_word(&candidate.path));
+    let mut steps = Vec::new();
+    if !config.differences.is_empty() {
+        steps.push(format!(
+            "make the two runs compute the same thing first: they differ in {} (see the run configuration above); rerun one with the other's settings and compare again",
+            config
+                .differences
+                .iter()
+                .map(|d| d.key.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !verdict.rule_pass || noise.is_some_and(|n| n.gate) {
+        if noise.is_none() {
+            let metric = if options.metric_fallback && options.metric == DEFAULT_METRIC {
+                String::new()
+            } else {
+                format!(" --metric {}", options.metric)
+            };
+            steps.push(format!(
+                "measure run-to-run variation: run the baseline's training again on its device with the same flags and another seed (e.g. --seed 2), then: modelzoo compare --baseline {b} --candidate {c}{metric} --noise <that run's log>"
+            ));
+        }
+        steps.push(
+            "dump one training step of each run (same seed, data and flags; only the device differs): run_<model> … --step 1 --dump dumps/cuda on the baseline's device and run_<model> … --step 1 --dump dumps/sdaa on the candidate's (a Python script: modelzoo_probe.dump, docs/diff.md)".to_string(),
+        );
+        steps.push(
+            "find the op that drifted: modelzoo diff --baseline dumps/cuda --candidate dumps/sdaa --report-dir diff-report".to_string(),
+        );
+    } else {
+        steps.push(
+            "the steps compared pass the rule, but the runs are not the same length: run the shorter one to the end of its schedule, or judge the steps compared with --allow-partial (or a lower --min-coverage)".to_string(),
+        );
+    }
+    steps
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn pts(keys: &[(u64, u64)], start: f64) -> Vec<Point> {
-        keys.iter()
-            .enumerate()
-            .map(|(i, &(e, it))| Point {
-                key: Key::new(Some(e), Some(it), None),
-                value: start + i as f64,
-            })
-            .collect()
+    fn steps(keys: &[(u64, u64)], start: f64) -> Steps {
+        let mut s = Steps::new();
+        for (i, &(e, it)) in keys.iter().enumerate() {
+            s.push(Some(e), Some(it), None, start + i as f64);
+        }
+        s
     }
 
     #[test]
     fn key_pairing_lists_steps_in_one_log_only() {
-        let mut b = pts(&[(0, 0), (0, 1), (0, 2), (0, 3)], 1.0);
-        let mut c = pts(&[(0, 2), (0, 3), (0, 4), (0, 5), (1, 0)], 10.0);
-        let (pairs, ob, oc) = pair_by_key(&mut b, &mut c);
+        let b = steps(&[(0, 0), (0, 1), (0, 2), (0, 3)], 1.0);
+        let c = steps(&[(0, 2), (0, 3), (0, 4), (0, 5), (1, 0)], 10.0);
+        let (pairs, ob, oc) = pair_by_key(&b, &c);
         assert_eq!(pairs.len(), 2);
-        assert_eq!(pairs[0].baseline, 3.0);
-        assert_eq!(pairs[0].candidate, 10.0);
-        assert_eq!(ob.len(), 2);
-        assert_eq!(oc.len(), 3);
-        let r = ranges(&oc);
-        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(pairs.get(0).baseline, 3.0);
+        assert_eq!(pairs.get(0).candidate, 10.0);
+        assert_eq!(ob.count, 2);
+        assert_eq!(oc.count, 3);
+        assert_eq!(oc.ranges.len(), 1, "{:?}", oc.ranges);
         assert_eq!(
-            r[0].to_string(),
+            oc.ranges[0].to_string(),
             "epoch 0 iteration 4 .. epoch 1 iteration 0 (3 steps)"
         );
-        let r = ranges(&ob);
-        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(ob.ranges.len(), 1, "{:?}", ob.ranges);
         assert_eq!(
-            r[0].to_string(),
+            ob.ranges[0].to_string(),
             "epoch 0 iteration 0 .. epoch 0 iteration 1 (2 steps)"
         );
     }
@@ -678,16 +827,15 @@ mod tests {
     #[test]
     fn repeated_keys_pair_by_occurrence() {
         // Unnumbered values (plain `loss x` lines) pair in log order.
-        let mk = |vals: &[f64]| -> Vec<Point> {
-            vals.iter()
-                .map(|&v| Point {
-                    key: Key::new(None, None, None),
-                    value: v,
-                })
-                .collect()
+        let mk = |vals: &[f64]| {
+            let mut s = Steps::new();
+            for &v in vals {
+                s.push(None, None, None, v);
+            }
+            s
         };
-        let (mut b, mut c) = (mk(&[3.0, 2.0, 1.0]), mk(&[3.5, 2.5]));
-        let (pairs, ob, oc) = pair_by_key(&mut b, &mut c);
+        let (b, c) = (mk(&[3.0, 2.0, 1.0]), mk(&[3.5, 2.5]));
+        let (pairs, ob, oc) = pair_by_key(&b, &c);
         assert_eq!(
             pairs
                 .iter()
@@ -695,19 +843,40 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![(3.0, 3.5), (2.0, 2.5)]
         );
-        assert_eq!((ob.len(), oc.len()), (1, 0));
+        assert_eq!((ob.count, oc.count), (1, 0));
+        // A log that goes back (a resumed run) pairs its repeats by occurrence as well.
+        let b = steps(&[(0, 0), (0, 1), (0, 1), (0, 2)], 1.0);
+        let c = steps(&[(0, 0), (0, 1), (0, 2), (0, 1)], 10.0);
+        let (pairs, ob, oc) = pair_by_key(&b, &c);
+        let got: Vec<(String, f64, f64)> = pairs
+            .iter()
+            .map(|p| (p.key.to_string(), p.baseline, p.candidate))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("epoch 0 iteration 0".to_string(), 1.0, 10.0),
+                ("epoch 0 iteration 1".to_string(), 2.0, 11.0),
+                ("epoch 0 iteration 1 (occurrence 2)".to_string(), 3.0, 13.0),
+                ("epoch 0 iteration 2".to_string(), 4.0, 12.0),
+            ]
+        );
+        assert_eq!((ob.count, oc.count), (0, 0));
     }
 
     #[test]
     fn figures_and_rules_on_known_errors() {
-        let pairs: Vec<Pair> = (0..20)
-            .map(|i| Pair {
-                key: Key::new(Some(0), Some(i), None),
-                baseline: 2.0,
-                candidate: if i % 2 == 0 { 2.2 } else { 1.8 },
-            })
-            .collect();
-        let f = figures(&pairs, 20, 10);
+        let pairs = Pairs::from_pairs((0..20).map(|i| Pair {
+            key: Key::new(Some(0), Some(i), None),
+            baseline: 2.0,
+            candidate: if i % 2 == 0 { 2.2 } else { 1.8 },
+        }));
+        let cov = |n| Coverage {
+            baseline_steps: n,
+            candidate_steps: n,
+            min_coverage: DEFAULT_MIN_COVERAGE,
+        };
+        let f = figures(&pairs, cov(20), 10);
         assert!(f.mean_rel_err_signed.abs() < 1e-15);
         assert!((f.mean_rel_err_abs - 0.1).abs() < 1e-12);
         assert!((f.max_abs_err.value - 0.2).abs() < 1e-12);
@@ -715,12 +884,17 @@ mod tests {
         // Signed means cancel: loss.py's rule passes a ±10% error, rel1 judges the tail mean.
         assert!(verdict(Rule::ModelzooLoss, &f, vec![]).pass);
         assert!(verdict(Rule::Rel1 { threshold: 0.01 }, &f, vec![]).pass);
-        let f1 = figures(&pairs[..19], 19, 1);
+        let first19 = Pairs::from_pairs(pairs.iter().take(19));
+        let f1 = figures(&first19, cov(19), 1);
         assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f1, vec![]).pass);
         // A NaN early on (outside the tail) still fails both rules.
-        let mut diverged = pairs.clone();
-        diverged[3].candidate = f64::NAN;
-        let f2 = figures(&diverged, 20, 10);
+        let diverged = Pairs::from_pairs(pairs.iter().enumerate().map(|(i, mut p)| {
+            if i == 3 {
+                p.candidate = f64::NAN;
+            }
+            p
+        }));
+        let f2 = figures(&diverged, cov(20), 10);
         assert_eq!(f2.non_finite_steps, 1);
         assert!(!verdict(Rule::Rel1 { threshold: 0.01 }, &f2, vec![]).pass);
         assert!(!verdict(Rule::ModelzooLoss, &f2, vec![]).pass);

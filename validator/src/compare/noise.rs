@@ -1,52 +1,50 @@
 //! The noise floor: how far a second baseline run (another seed) deviates from the baseline,
 //! the yardstick for the candidate's deviation.
 
-use super::pairing::{pair_by_key, pair_by_order};
-use super::{pct, same_file, Align, CompareError, NoiseFloor, NoiseVerdict, Options, Pair, Series};
+use std::path::Path;
 
-/// Measure the noise floor: pair the noise run with the baseline as the candidate was
-/// (`align`), keep the steps paired in all three logs where the baseline is non-zero and every
-/// value finite, and compare the candidate's mean |relative deviation| with the noise run's.
-/// Returns the floor and the warnings it raises.
+use super::steps::Pairs;
+use super::{pct, same_file, Align, CompareError, NoiseFloor, NoiseVerdict, Options, Series};
+
+/// Measure the noise floor: pair the noise run with the compared steps as the candidate was
+/// paired with the baseline (`align`), keep the steps paired in all three logs where the
+/// baseline is non-zero and every value finite, and compare the candidate's mean |relative
+/// deviation| with the noise run's. Returns the floor and the warnings it raises.
 pub(super) fn noise_floor(
-    baseline: &mut Series,
+    baseline: &Path,
     mut noise: Series,
-    pairs: &[Pair],
+    pairs: &Pairs,
     align: Align,
     options: &Options,
 ) -> Result<(NoiseFloor, Vec<String>), CompareError> {
     let mut warnings = Vec::new();
-    let same = same_file(&baseline.path, &noise.path);
+    let same = same_file(baseline, &noise.path);
     if same {
         warnings.push(format!(
             "baseline and noise run are the same file ({}): the noise floor is zero — give a baseline run with another seed",
             noise.path.display()
         ));
     }
-    // Steps of the noise run paired with the baseline, joined with the candidate's pairs.
-    // Both pairings keep the baseline's order (key order, or position), so a merge works.
-    let (noise_pairs, _, _) = match align {
-        Align::Order => pair_by_order(&baseline.points, &noise.points),
-        Align::Key => pair_by_key(&mut baseline.points, &mut noise.points),
-    };
+    // The noise run's value at each compared step: by position, or merged by key (the pairs
+    // are in key order, as the noise run's keyed points are).
     let mut triples: Vec<(f64, f64, f64)> = Vec::new(); // (b, c, n)
-    let (mut i, mut j) = (0, 0);
-    while i < pairs.len() && j < noise_pairs.len() {
-        let ord = match align {
-            Align::Order => std::cmp::Ordering::Equal,
-            Align::Key => pairs[i].key.cmp(&noise_pairs[j].key),
-        };
-        match ord {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                triples.push((
-                    pairs[i].baseline,
-                    pairs[i].candidate,
-                    noise_pairs[j].candidate,
-                ));
-                i += 1;
-                j += 1;
+    match align {
+        Align::Order => {
+            for (i, &n) in noise.steps.values().iter().enumerate().take(pairs.len()) {
+                triples.push((pairs.baseline()[i], pairs.candidate()[i], n));
+            }
+        }
+        Align::Key => {
+            let mut points = noise.steps.keyed();
+            let mut next = points.next();
+            for p in pairs.iter() {
+                while next.is_some_and(|n| n.key < p.key) {
+                    next = points.next();
+                }
+                if let Some(n) = next.filter(|n| n.key == p.key) {
+                    triples.push((p.baseline, p.candidate, n.value));
+                    next = points.next();
+                }
             }
         }
     }
@@ -56,7 +54,7 @@ pub(super) fn noise_floor(
             path: noise.path.clone(),
             message: format!(
                 "none of its {} values of `{}` is at a step the baseline and candidate were compared on — it must be a run of the baseline's configuration (another seed); try --align order to pair by position",
-                noise.values, options.metric
+                noise.values, noise.metric
             ),
         });
     }
@@ -136,7 +134,7 @@ pub(super) fn noise_floor(
             )
         }
     };
-    noise.points = Vec::new();
+    noise.steps.clear();
     Ok((
         NoiseFloor {
             path: noise.path,

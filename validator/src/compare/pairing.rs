@@ -1,90 +1,94 @@
 //! Pairing the baseline's steps with the candidate's: by (epoch, iteration) occurrence or by
-//! position, with the steps only one log has listed as ranges.
+//! position. Both stream: the pairs are built as the two series are walked, and the steps only
+//! one log has are counted and compressed into ranges on the way (no per-step list is kept).
 
-use super::{Key, KeyRange, Pair, Point};
+use super::steps::{Pairs, Steps};
+use super::{Key, KeyRange};
 
-/// Steps of one log left unpaired: (position in that log's series, key).
-pub(super) type Unpaired = Vec<(usize, Key)>;
-
-/// Position pairing: the first min(n, m) values of each.
-pub(super) fn pair_by_order(b: &[Point], c: &[Point]) -> (Vec<Pair>, Unpaired, Unpaired) {
-    let n = b.len().min(c.len());
-    let pairs = b[..n]
-        .iter()
-        .zip(&c[..n])
-        .map(|(b, c)| Pair {
-            key: b.key,
-            baseline: b.value,
-            candidate: c.value,
-        })
-        .collect();
-    let only_b = (n..b.len()).map(|i| (i, b[i].key)).collect();
-    let only_c = (n..c.len()).map(|j| (j, c[j].key)).collect();
-    (pairs, only_b, only_c)
+/// The steps of one log left unpaired: how many, and their runs.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Unpaired {
+    pub count: usize,
+    pub ranges: Vec<KeyRange>,
+    /// Position (in that log's key order) of the last unpaired step, for joining runs.
+    last: Option<usize>,
 }
 
-/// Key pairing: number repeated keys by occurrence (in log order), sort, merge-join.
-pub(super) fn pair_by_key(b: &mut [Point], c: &mut [Point]) -> (Vec<Pair>, Unpaired, Unpaired) {
-    number_occurrences(b);
-    number_occurrences(c);
-    let mut pairs = Vec::with_capacity(b.len().min(c.len()));
-    let (mut only_b, mut only_c) = (Vec::new(), Vec::new());
-    let (mut i, mut j) = (0, 0);
-    while i < b.len() && j < c.len() {
-        match b[i].key.cmp(&c[j].key) {
-            std::cmp::Ordering::Less => {
-                only_b.push((i, b[i].key));
-                i += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                only_c.push((j, c[j].key));
-                j += 1;
-            }
-            std::cmp::Ordering::Equal => {
-                pairs.push(Pair {
-                    key: b[i].key,
-                    baseline: b[i].value,
-                    candidate: c[j].value,
-                });
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    only_b.extend((i..b.len()).map(|i| (i, b[i].key)));
-    only_c.extend((j..c.len()).map(|j| (j, c[j].key)));
-    (pairs, only_b, only_c)
-}
-
-/// Give the n-th repeat of a key (in log order) occurrence n, then sort by key. A stable sort
-/// keeps repeats in log order, so occurrence numbers follow from adjacent equal triples.
-pub(super) fn number_occurrences(points: &mut [Point]) {
-    points.sort_by_key(|p| p.key.parts);
-    for i in 1..points.len() {
-        if points[i].key.parts == points[i - 1].key.parts {
-            points[i].key.occurrence = points[i - 1].key.occurrence.saturating_add(1);
-        }
-    }
-}
-
-/// Compress unpaired steps into runs: steps next to each other in their log's series with no
-/// paired step between them form one range (across epoch boundaries too).
-pub(super) fn ranges(unpaired: &[(usize, Key)]) -> Vec<KeyRange> {
-    let mut out: Vec<KeyRange> = Vec::new();
-    let mut prev = None;
-    for &(pos, k) in unpaired {
-        match out.last_mut() {
-            Some(last) if prev == Some(pos.wrapping_sub(1)) => {
-                last.last = k;
+impl Unpaired {
+    /// Steps next to each other in their log's series with no paired step between them form
+    /// one range (across epoch boundaries too).
+    fn push(&mut self, pos: usize, key: Key) {
+        self.count += 1;
+        match self.ranges.last_mut() {
+            Some(last) if self.last == Some(pos.wrapping_sub(1)) => {
+                last.last = key;
                 last.count += 1;
             }
-            _ => out.push(KeyRange {
-                first: k,
-                last: k,
+            _ => self.ranges.push(KeyRange {
+                first: key,
+                last: key,
                 count: 1,
             }),
         }
-        prev = Some(pos);
+        self.last = Some(pos);
     }
-    out
+}
+
+/// Position pairing: the first min(n, m) values of each, keyed by the baseline's keys.
+pub(super) fn pair_by_order(b: &Steps, c: &Steps) -> (Pairs, Unpaired, Unpaired) {
+    let n = b.len().min(c.len());
+    let mut pairs = Pairs::with_capacity(n);
+    let mut only_b = Unpaired::default();
+    let mut only_c = Unpaired::default();
+    for (i, key) in b.keys().iter().enumerate() {
+        if i < n {
+            pairs.push(key, b.values()[i], c.values()[i]);
+        } else {
+            only_b.push(i, key);
+        }
+    }
+    for (j, key) in c.keys().iter().enumerate().skip(n) {
+        only_c.push(j, key);
+    }
+    (pairs, only_b, only_c)
+}
+
+/// Key pairing: each log in key order with repeated keys numbered by occurrence (in log
+/// order), merge-joined.
+pub(super) fn pair_by_key(b: &Steps, c: &Steps) -> (Pairs, Unpaired, Unpaired) {
+    let mut pairs = Pairs::with_capacity(b.len().min(c.len()));
+    let mut only_b = Unpaired::default();
+    let mut only_c = Unpaired::default();
+    let mut bi = b.keyed().enumerate();
+    let mut ci = c.keyed().enumerate();
+    let (mut nb, mut nc) = (bi.next(), ci.next());
+    loop {
+        match (nb, nc) {
+            (Some((i, pb)), Some((j, pc))) => match pb.key.cmp(&pc.key) {
+                std::cmp::Ordering::Less => {
+                    only_b.push(i, pb.key);
+                    nb = bi.next();
+                }
+                std::cmp::Ordering::Greater => {
+                    only_c.push(j, pc.key);
+                    nc = ci.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    pairs.push(pb.key, pb.value, pc.value);
+                    nb = bi.next();
+                    nc = ci.next();
+                }
+            },
+            (Some((i, pb)), None) => {
+                only_b.push(i, pb.key);
+                nb = bi.next();
+            }
+            (None, Some((j, pc))) => {
+                only_c.push(j, pc.key);
+                nc = ci.next();
+            }
+            (None, None) => break,
+        }
+    }
+    (pairs, only_b, only_c)
 }

@@ -3,8 +3,17 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{compare_with_noise, CompareError, Comparison, Key, Options, Point, Rule, Series};
+use super::steps::Steps;
+use super::{compare_with_noise, CompareError, Comparison, Options, Rule, Series};
 use crate::losspy;
+
+/// The default metric, and what it falls back to (in this order) when a log has none of it:
+/// the names scripts that do not use tcap_dllogger print (`Epoch[3]: train_loss …`, `loss x`).
+pub const DEFAULT_METRIC: &str = "train.loss";
+pub const METRIC_FALLBACKS: [&str; 2] = ["train_loss", "loss"];
+
+/// What the driver's `FINISHED` event says about the run that a comparison checks too.
+const FINISHED_FACTS: [&str; 3] = ["steps", "world_size", "num_params"];
 
 /// Stream one log and keep the selected metric's series. `role` names it in errors.
 pub fn read_series(
@@ -13,15 +22,37 @@ pub fn read_series(
     metric: &str,
     rank: u32,
 ) -> Result<Series, CompareError> {
+    read_log(path, role, &[metric], rank)
+}
+
+/// [`read_series`] for the first of `metrics` the log has (the default metric and its
+/// fallbacks); the series says which it used and why.
+pub fn read_series_of_first(
+    path: &Path,
+    role: &'static str,
+    metrics: &[&str],
+    rank: u32,
+) -> Result<Series, CompareError> {
+    read_log(path, role, metrics, rank)
+}
+
+fn read_log(
+    path: &Path,
+    role: &'static str,
+    metrics: &[&str],
+    rank: u32,
+) -> Result<Series, CompareError> {
     let mut reader = dllogger::open(path).map_err(|e| CompareError::Read {
         role,
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
-    let mut points = Vec::new();
+    let mut series: Vec<Steps> = metrics.iter().map(|_| Steps::new()).collect();
+    let mut best = metrics.len();
     let mut eval_last: BTreeMap<String, f64> = BTreeMap::new();
     let mut metrics_seen: Vec<String> = Vec::new();
     let mut ranks_seen: Vec<u32> = Vec::new();
+    let mut facts: BTreeMap<String, String> = BTreeMap::new();
     loop {
         let record = match reader.try_next() {
             Ok(Some(r)) => r,
@@ -40,14 +71,28 @@ pub fn read_series(
         if record.rank != rank {
             continue;
         }
-        for (name, value) in &record.metrics {
-            if name == metric {
-                points.push(Point {
-                    key: Key::new(record.epoch, record.iteration, record.val_iteration),
-                    value: *value,
-                });
+        if record.step_name.as_deref() == Some("FINISHED") {
+            for (name, value) in &record.metrics {
+                if FINISHED_FACTS.contains(&name.as_str()) && !facts.contains_key(name) {
+                    facts.insert(name.clone(), value.to_string());
+                }
             }
-            if name.starts_with("val.") {
+        }
+        for (name, value) in &record.metrics {
+            // Only the best-ranked name seen so far is kept: a fallback's values are dropped
+            // as soon as a name before it appears.
+            if let Some(k) = metrics
+                .iter()
+                .position(|m| m == name)
+                .filter(|&k| k <= best)
+            {
+                if k < best {
+                    best = k;
+                    series[k + 1..].iter_mut().for_each(Steps::clear);
+                }
+                series[k].push(record.epoch, record.iteration, record.val_iteration, *value);
+            }
+            if name.starts_with("val.") || name.starts_with("val_") {
                 match eval_last.get_mut(name.as_str()) {
                     Some(v) => *v = *value,
                     None => {
@@ -61,15 +106,34 @@ pub fn read_series(
         }
     }
     let stats = reader.stats();
+    for (k, v) in reader.parameters() {
+        facts.entry(k.clone()).or_insert_with(|| v.clone());
+    }
     ranks_seen.sort_unstable();
     metrics_seen.sort();
+    let chosen = series.iter().position(|s| !s.is_empty());
+    let metric = metrics[chosen.unwrap_or(0)].to_string();
+    let metric_note = match chosen {
+        Some(k) if k > 0 => Some(format!(
+            "no `{}` in this log: the default metric fell back to `{metric}`",
+            metrics[0]
+        )),
+        _ => None,
+    };
+    let steps = chosen
+        .map(|k| std::mem::take(&mut series[k]))
+        .unwrap_or_default();
+    drop(series);
     let series = Series {
         path: path.to_path_buf(),
-        values: points.len(),
-        points,
+        metric,
+        metric_note,
+        values: steps.len(),
+        steps,
         eval_last,
         metrics_seen,
         ranks_seen,
+        facts,
         lines: stats.lines,
         records: stats.records,
         malformed: stats.malformed,
@@ -78,7 +142,7 @@ pub fn read_series(
         overlong_unread: stats.overlong_unread,
         losspy: None,
     };
-    if series.points.is_empty() {
+    if series.steps.is_empty() {
         let seen = if series.records == 0 && series.overlong_unread > 0 {
             format!(
                 "no metric records in {} lines: {} of them are longer than the {} MiB line limit, even their text after the last `\\r`, and were not read",
@@ -105,7 +169,8 @@ pub fn read_series(
         return Err(CompareError::MetricAbsent {
             role,
             path: path.to_path_buf(),
-            metric: metric.to_string(),
+            metric: metrics[0].to_string(),
+            fallbacks: metrics[1..].iter().map(|m| m.to_string()).collect(),
             rank,
             seen,
         });
@@ -121,10 +186,15 @@ pub fn compare_files(
     options: &Options,
 ) -> Result<Comparison, CompareError> {
     let with_losspy = options.rule == Rule::ModelzooLoss;
+    let mut names = vec![options.metric.as_str()];
+    if options.metric_fallback && options.metric == DEFAULT_METRIC {
+        names.extend(METRIC_FALLBACKS);
+    }
+    let names = &names;
     let read = |path: &Path, role: &'static str| -> Result<Series, CompareError> {
         let (series, extraction) = std::thread::scope(|s| {
             let e = with_losspy.then(|| s.spawn(|| losspy::extract(path)));
-            let series = read_series(path, role, &options.metric, options.rank);
+            let series = read_log(path, role, names, options.rank);
             let e = e.map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked")))
@@ -144,7 +214,7 @@ pub fn compare_files(
         let n = options.noise.as_deref().map(|path| {
             (
                 path,
-                s.spawn(move || read_series(path, "noise", &options.metric, options.rank)),
+                s.spawn(move || read_log(path, "noise", names, options.rank)),
             )
         });
         let c = read(candidate, "candidate");

@@ -5,8 +5,7 @@
 //! A path given on the command line may name the step directory itself, a dump root holding
 //! `rank<r>/step<N>/` directories, or msprobe's `dump.json` (or a directory holding one).
 
-use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -98,6 +97,33 @@ impl Dump {
     }
 }
 
+/// Opens a file of a dump for reading. Only a regular file is opened: a FIFO among a dump's
+/// files would block `diff` forever, so it (or a socket, a device) is an error naming it.
+pub(crate) fn open_regular(path: &Path) -> Result<std::fs::File, String> {
+    model_config::files::open_regular(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            format!("{e}: a dump holds regular files only — remove it, or dump again")
+        } else {
+            e.to_string()
+        }
+    })
+}
+
+/// The text of a regular file of a dump ([`open_regular`]).
+pub(crate) fn read_text(path: &Path) -> Result<String, String> {
+    let mut text = String::new();
+    open_regular(path)?
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    Ok(text)
+}
+
+/// Whether something is at `path` (without opening it: a FIFO is found, then refused when
+/// read).
+fn present(path: &Path) -> bool {
+    path.metadata().is_ok()
+}
+
 fn not_a_dump(path: &Path, why: impl Into<String>) -> DiffError {
     DiffError::NotADump {
         path: path.to_path_buf(),
@@ -108,9 +134,9 @@ fn not_a_dump(path: &Path, why: impl Into<String>) -> DiffError {
 /// Whether `dir` is one dump: a step directory or an msprobe directory. Returns the path to
 /// load (the directory, or its dump.json).
 fn dump_at(dir: &Path) -> Option<PathBuf> {
-    if dir.join("meta.json").is_file() || dir.join("records.jsonl").is_file() {
+    if present(&dir.join("meta.json")) || present(&dir.join("records.jsonl")) {
         Some(dir.to_path_buf())
-    } else if dir.join("dump.json").is_file() {
+    } else if present(&dir.join("dump.json")) {
         Some(dir.join("dump.json"))
     } else {
         None
@@ -120,18 +146,26 @@ fn dump_at(dir: &Path) -> Option<PathBuf> {
 /// The one dump `path` names (see the module doc): a step directory, or msprobe's dump.json;
 /// `rank` / `step` choose one when a root holds several.
 pub fn locate(path: &Path, rank: Option<u32>, step: Option<u64>) -> Result<PathBuf, DiffError> {
-    if path.is_file() {
-        return if path.extension().is_some_and(|e| e == "json") {
+    let Ok(meta) = path.metadata() else {
+        return Err(not_a_dump(path, "no such file or directory"));
+    };
+    if !meta.is_dir() {
+        return if meta.is_file() && path.extension().is_some_and(|e| e == "json") {
             Ok(path.to_path_buf())
-        } else {
+        } else if meta.is_file() {
             Err(not_a_dump(
                 path,
                 "a file, not a dump directory or msprobe's dump.json",
             ))
+        } else {
+            Err(not_a_dump(
+                path,
+                format!(
+                    "{}, not a dump directory or msprobe's dump.json",
+                    model_config::files::kind(meta.file_type())
+                ),
+            ))
         };
-    }
-    if !path.is_dir() {
-        return Err(not_a_dump(path, "no such file or directory"));
     }
     if let Some(p) = dump_at(path) {
         return Ok(p);
@@ -192,15 +226,15 @@ pub fn locate(path: &Path, rank: Option<u32>, step: Option<u64>) -> Result<PathB
 /// Read a modelzoo-format step directory (meta.json, records.jsonl, tensors/).
 pub fn load_step_dir(dir: &Path) -> Result<Dump, DiffError> {
     let meta_path = dir.join("meta.json");
-    if !meta_path.is_file() {
+    if !present(&meta_path) {
         return Err(not_a_dump(
             dir,
             "records.jsonl but no meta.json: the dump did not finish (meta.json is written when the step's `with` block ends; did the process stop inside it?)",
         ));
     }
-    let text = fs::read_to_string(&meta_path).map_err(|e| DiffError::Read {
+    let text = read_text(&meta_path).map_err(|message| DiffError::Read {
         path: meta_path.clone(),
-        message: e.to_string(),
+        message,
     })?;
     let meta: Meta = serde_json::from_str(&text).map_err(|e| DiffError::Read {
         path: meta_path.clone(),
@@ -234,7 +268,7 @@ fn read_records(path: &Path, full: bool) -> Result<Vec<Record>, DiffError> {
         path: path.to_path_buf(),
         message,
     };
-    let file = fs::File::open(path).map_err(|e| read_err(e.to_string()))?;
+    let file = open_regular(path).map_err(read_err)?;
     let mut records = Vec::new();
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| read_err(format!("line {}: {e}", i + 1)))?;

@@ -64,6 +64,9 @@ pub struct Metrics {
     /// Elements that are NaN/Inf in one tensor and not the same in the other (stats only:
     /// the difference of the NaN and Inf counts).
     pub nan_inf_mismatch: Option<u64>,
+    /// NaN/Inf elements in the candidate, whatever the baseline and the reference hold there:
+    /// any fails the record (`None` where the dump does not count them: msprobe).
+    pub candidate_non_finite: Option<u64>,
     /// Stats only: the largest statistic difference over the baseline's RMS.
     pub stat_diff: Option<f64>,
 }
@@ -110,6 +113,7 @@ struct Acc {
     w1: u64,
     w5: u64,
     mismatch: u64,
+    cand_bad: u64,
     // against the reference
     eb: f64,
     ec: f64,
@@ -121,6 +125,7 @@ impl Acc {
     #[inline]
     fn push(&mut self, x: f64, y: f64) {
         self.n += 1;
+        self.cand_bad += u64::from(!y.is_finite());
         if x.is_finite() && y.is_finite() {
             let d = (y - x).abs();
             self.finite += 1;
@@ -178,6 +183,7 @@ impl Acc {
             within_1e3: Some(share(self.w1)),
             within_5e3: Some(share(self.w5)),
             nan_inf_mismatch: Some(self.mismatch),
+            candidate_non_finite: Some(self.cand_bad),
             stat_diff: None,
         }
     }
@@ -226,6 +232,7 @@ pub fn stats(b: &Record, c: &Record) -> Metrics {
     let same = b.checksum.is_some() && b.checksum == c.checksum;
     Metrics {
         nan_inf_mismatch: counts,
+        candidate_non_finite: c.nan.zip(c.inf).map(|(n, i)| n + i),
         stat_diff: Some(if same { 0.0 } else { stat_diff(b, c) }),
         ..Metrics::default()
     }
@@ -250,6 +257,22 @@ fn stat_diff(b: &Record, c: &Record) -> f64 {
 /// Stats-only arbitration: each dump's stat difference from the reference's record.
 pub fn stats_arbitration(b: &Record, c: &Record, r: &Record) -> Arbitration {
     Arbitration::new(stat_diff(r, b), stat_diff(r, c))
+}
+
+/// NaN or ±Inf in the candidate fails its record whatever the baseline and the reference
+/// hold: a reference that overflowed too (or a baseline that did) does not make a non-finite
+/// result right, and the arbitration, which measures errors over finite elements, cannot see
+/// it. The failing clause, or `None`.
+pub fn non_finite_failure(m: &Metrics, baseline: &Record) -> Option<String> {
+    let bad = m.candidate_non_finite.filter(|&k| k > 0)?;
+    let in_baseline = baseline.nan.zip(baseline.inf).map(|(n, i)| n + i);
+    Some(format!(
+        "the candidate holds {bad} NaN/Inf element(s){}: a non-finite result fails whatever the baseline and the reference hold",
+        match in_baseline {
+            Some(k) if k > 0 => format!(" (the baseline {k})"),
+            _ => String::new(),
+        }
+    ))
 }
 
 /// msprobe's rule on full-tensor metrics: the failing clause, or `None` when reached.

@@ -390,13 +390,16 @@ fn compare(
     } else {
         Status::Pass
     };
+    let non_finite = metrics::non_finite_failure(&metrics, br);
     let verdict = match &arbitration {
+        _ if non_finite.is_some() => Status::Fail,
         Some(a) if !shapes_differ => a.verdict,
         _ => rule_verdict,
     };
     let reason =
         match (&arbitration, verdict) {
             (_, Status::Pass) => String::new(),
+            _ if non_finite.is_some() => non_finite.unwrap_or_default(),
             (Some(a), v) if !shapes_differ => {
                 format!(
             "candidate error {:.3e} is {:.2}× the baseline's {:.3e} against the reference ({})",

@@ -8,7 +8,6 @@
 //! "shape": [...], "Max", "Min", "Mean", "Norm", ...}`. Non-tensor arguments (ints, None) keep
 //! their position in the index but make no record; nested lists are flattened.
 
-use std::fs;
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -22,7 +21,7 @@ pub fn load(path: &Path) -> Result<Dump, DiffError> {
         path: path.to_path_buf(),
         message,
     };
-    let text = fs::read_to_string(path).map_err(|e| read_err(e.to_string()))?;
+    let text = super::dump::read_text(path).map_err(read_err)?;
     let root: Root =
         serde_json::from_str(&text).map_err(|e| read_err(format!("not JSON (truncated?): {e}")))?;
     let Some(Ordered(data)) = root.data else {

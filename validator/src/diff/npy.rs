@@ -4,7 +4,6 @@
 //! The dtypes a dump holds: float16/32/64, int8/16/32/64, uint8, bool. NumPy has no bfloat16,
 //! so the probe writes bfloat16 tensors as float32 (exactly representable).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
@@ -69,7 +68,7 @@ impl Npy {
             path: path.to_path_buf(),
             message,
         };
-        let file = File::open(path).map_err(|e| bad(e.to_string()))?;
+        let file = super::dump::open_regular(path).map_err(bad)?;
         let file_len = file.metadata().map_err(|e| bad(e.to_string()))?.len();
         if file_len < 10 {
             return Err(bad(format!(

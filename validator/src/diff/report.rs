@@ -115,6 +115,7 @@ const COLUMNS: &[&str] = &[
     "within_1e-3",
     "within_5e-3",
     "nan_inf_mismatch",
+    "candidate_non_finite",
     "stat_diff",
     "ref_ratio",
     "verdict",
@@ -147,6 +148,9 @@ fn row(r: &RecordDiff) -> Vec<String> {
         num(m.within_1e3),
         num(m.within_5e3),
         m.nan_inf_mismatch
+            .map(|k| k.to_string())
+            .unwrap_or_default(),
+        m.candidate_non_finite
             .map(|k| k.to_string())
             .unwrap_or_default(),
         num(m.stat_diff),

@@ -1,9 +1,10 @@
 //! `modelzoo compare` — compare a candidate (SDAA) training log against a baseline (CUDA) log.
 //!
-//! Exit codes: 0 the rule passes, 1 it fails (a candidate covering fewer steps than the
-//! baseline fails unless --allow-partial; with --noise-gate, a candidate beyond the noise floor
-//! fails too), 2 unusable input (unreadable file, metric absent, no common steps, a noise run
-//! sharing no step, report directory not writable).
+//! Exit codes: 0 the rule passes, 1 it fails (steps compared covering less than
+//! --min-coverage of the longer run fail unless --allow-partial; with --noise-gate, a
+//! candidate beyond the noise floor fails too), 2 unusable input (unreadable file, metric
+//! absent, no common steps, a baseline that is 0 at every step, a noise run sharing no step,
+//! report directory not writable).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,9 +38,10 @@ pub struct Args {
     /// Candidate (SDAA) log.
     #[arg(long, value_name = "LOG")]
     pub candidate: PathBuf,
-    /// Metric to compare.
-    #[arg(long, default_value = "train.loss")]
-    pub metric: String,
+    /// Metric to compare. Default: train.loss, or — in a log that has none — the first of
+    /// train_loss, loss it has (the output says which).
+    #[arg(long)]
+    pub metric: Option<String>,
     /// Rank whose values are compared (records without a rank are rank 0).
     #[arg(long, default_value_t = 0)]
     pub rank: u32,
@@ -55,8 +57,12 @@ pub struct Args {
     /// rel1 threshold: a fraction (0.01) or a percentage (1%).
     #[arg(long, default_value = "1%", value_parser = parse_threshold)]
     pub threshold: f64,
-    /// Judge a candidate that covers fewer of the baseline's steps (a run stopped early) on the
-    /// steps it has, instead of failing it.
+    /// Least share of the longer run's steps that must be compared: a fraction (0.95) or a
+    /// percentage (95%). Below it the comparison fails (a run that stopped early).
+    #[arg(long, value_name = "SHARE", default_value = "95%", value_parser = parse_coverage)]
+    pub min_coverage: f64,
+    /// Judge runs whose compared steps cover less than --min-coverage of the longer run on
+    /// the steps compared, instead of failing them.
     #[arg(long)]
     pub allow_partial: bool,
     /// A second baseline run (same device and configuration, another seed): report whether the
@@ -96,6 +102,18 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+fn parse_coverage(s: &str) -> Result<f64, String> {
+    let v = parse_threshold(s).map_err(|_| {
+        format!("`{s}` is not a share: give a fraction (0.95) or a percentage (95%)")
+    })?;
+    if v > 1.0 {
+        return Err(format!(
+            "--min-coverage `{s}` is above 100%: at most all of the longer run can be compared"
+        ));
+    }
+    Ok(v)
+}
+
 fn parse_factor(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
@@ -108,7 +126,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--tail must be at least 1");
     }
     let options = Options {
-        metric: args.metric.clone(),
+        metric_fallback: args.metric.is_none(),
+        metric: args
+            .metric
+            .clone()
+            .unwrap_or_else(|| compare::DEFAULT_METRIC.to_string()),
         rank: args.rank,
         align: match args.align {
             AlignArg::Key => Align::Key,
@@ -121,6 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
             RuleArg::ModelzooLoss => Rule::ModelzooLoss,
         },
+        min_coverage: args.min_coverage,
         allow_partial: args.allow_partial,
         noise: args.noise.clone(),
         noise_factor: args.noise_factor,

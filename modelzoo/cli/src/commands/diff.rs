@@ -2,8 +2,9 @@
 //! candidate SDAA), optionally an fp64 reference, compared tensor by tensor (docs/diff.md).
 //!
 //! Exit codes: 0 every record passes (or warns), 1 a record fails (the first divergence is
-//! named), 2 unusable input (not a dump, dumps of different models or steps, a truncated
-//! tensor file, nothing to pair, report directory not writable).
+//! named; NaN/Inf in the candidate always fails), 2 unusable input (not a dump, dumps of
+//! different models or steps, a truncated tensor file, a file of a dump that is not a regular
+//! file — a FIFO is named, never waited on —, nothing to pair, report directory not writable).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
