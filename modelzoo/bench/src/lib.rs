@@ -142,8 +142,9 @@ pub fn plan(opts: &Options) -> Result<Vec<Resolved>, BenchError> {
     Ok(plan)
 }
 
-/// What the dry run prints: each case's parameters (with their layer) and node commands.
-pub fn describe(plan: &[Resolved]) -> String {
+/// What the dry run prints: each case's parameters (with their layer) and node commands,
+/// shell-quoted so they can be pasted, writing where round 1 under `work_dir` would.
+pub fn describe(plan: &[Resolved], work_dir: &Path) -> String {
     let mut out = String::new();
     for case in plan {
         out.push_str(&format!(
@@ -158,8 +159,12 @@ pub fn describe(plan: &[Resolved]) -> String {
             out.push_str(&format!("#   {k} = {v}  ({layer:?})\n"));
         }
         for node in 0..case.key.nnodes {
-            let argv = round::command(case, Path::new("<work>/output"), node, 29500);
-            out.push_str(&argv.join(" "));
+            let out_dir = std::path::absolute(work_dir)
+                .unwrap_or_else(|_| work_dir.to_path_buf())
+                .join(case.key.dir_name())
+                .join("round1/output");
+            let argv = round::command(case, &out_dir, node, 29500);
+            out.push_str(&round::shell_line(&argv));
             out.push('\n');
         }
     }

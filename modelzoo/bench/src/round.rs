@@ -187,7 +187,8 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
-fn shell_line(argv: &[String]) -> String {
+/// `argv` as one shell line, each argument quoted where the shell would split or expand it.
+pub fn shell_line(argv: &[String]) -> String {
     argv.iter()
         .map(|a| shlex::try_quote(a).map_or_else(|_| a.clone(), |q| q.into_owned()))
         .collect::<Vec<_>>()

@@ -96,6 +96,42 @@ fn dry_run_shows_each_parameter_with_its_layer() {
     assert!(stdout.contains("--nnode 2 --node_rank 1"), "{stdout}");
 }
 
+/// A dry-run command pastes as it prints: a path with a space stays one argument and the
+/// output dir is where round 1 would write.
+#[test]
+fn dry_run_commands_are_shell_quoted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("my data");
+    std::fs::create_dir(&data).unwrap();
+    let work = tmp.path().join("bench work");
+    let (code, stdout, stderr) = modelzoo(&[
+        "bench",
+        "--dry-run",
+        "--work-dir",
+        work.to_str().unwrap(),
+        "--cases",
+        "resnet:rust-tch:cpu:1:1:1",
+        "-o",
+        &format!("data_dir={}", data.display()),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("run_resnet"))
+        .unwrap_or_else(|| panic!("no command line in {stdout}"));
+    let argv = shlex::split(line).unwrap_or_else(|| panic!("not shell syntax: {line}"));
+    let after = |flag: &str| {
+        let i = argv.iter().position(|a| a == flag).unwrap();
+        std::path::PathBuf::from(&argv[i + 1])
+    };
+    assert_eq!(after("--dataset_path"), data, "{line}");
+    assert!(
+        after("--output_dir").starts_with(&work) && after("--output_dir").ends_with("round1/output"),
+        "{line}"
+    );
+    assert!(!work.exists(), "a dry run creates nothing");
+}
+
 /// The "done when": 1x1 (2 rounds), 1x2, two nodes on loopback and a gpt case on the
 /// CPU, every field, the tables; a crashed case recorded with its log tail while the rest run.
 #[test]

@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     if opts.dry_run {
-        print!("{}", modelzoo_bench::describe(&plan));
+        print!("{}", modelzoo_bench::describe(&plan, &opts.work_dir));
         return Ok(ExitCode::SUCCESS);
     }
     let cancel = Arc::new(AtomicBool::new(false));
