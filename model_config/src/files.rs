@@ -60,6 +60,21 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
     Ok(text)
 }
 
+/// [`read_to_string`] for a file that has no business being larger than `max` bytes (an index
+/// such as model.yaml): a larger one is an `InvalidData` error saying so, read no further, so
+/// the memory a tool holds stays bounded whatever the file's size.
+pub fn read_to_string_at_most(path: &Path, max: u64) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    open_regular(path)?.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {max} bytes, the most this file can sensibly hold: not read"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 /// The bytes of a regular file ([`open_regular`]).
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();

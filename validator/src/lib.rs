@@ -9,3 +9,4 @@ pub mod layout;
 pub mod losspy;
 mod markdown;
 pub mod report;
+pub mod review;

@@ -88,15 +88,17 @@ fn missing_files_are_named() {
     let r = check(&d);
     let text = layout::render_text(std::slice::from_ref(&r));
     assert!(
-        text.contains("run_scripts/formate_cmd.py: layout.run-scripts: missing: formate_cmd.py"),
+        text.contains(
+            "run_scripts/formate_cmd.py: layout.run-scripts: error: missing: formate_cmd.py"
+        ),
         "{text}"
     );
     assert!(
-        text.contains("requirements.txt: layout.requirements: missing"),
+        text.contains("requirements.txt: layout.requirements: error: missing"),
         "{text}"
     );
     assert!(
-        text.contains("run_<model>.py: layout.run-scripts: missing"),
+        text.contains("run_<model>.py: layout.run-scripts: error: missing"),
         "{text}"
     );
     assert!(
@@ -174,7 +176,8 @@ fn framework_in_requirements_is_flagged_with_line() {
     );
     let r = check(&d);
     assert_eq!(rules(&r), vec!["requirements.no-framework"; 2]);
-    assert!(r.findings[0].message.starts_with("line 2: `Torch==2.0.1`"));
+    assert_eq!(r.findings[0].line, Some(2));
+    assert!(r.findings[0].message.starts_with("`Torch==2.0.1`"));
 }
 
 #[test]
@@ -758,7 +761,7 @@ fn the_modelzoo_case_file_is_checked_with_lines_and_used_as_the_index() {
     let out = layout::render_text(std::slice::from_ref(&report));
     assert!(
         out.starts_with(&format!(
-            "{}:5: zoo-case.required: case `user_demo`: `params.lr` is missing",
+            "{}:5: zoo-case.required: error: case `user_demo`: `params.lr` is missing",
             file.display()
         )),
         "{out}"

@@ -75,7 +75,7 @@ fn exit_codes_and_text_output() {
     assert_eq!(
         first,
         format!(
-            "{}: requirements.no-framework: line 1: `torch==2.0` — remove it: the SDAA environment provides torch (a pip install would replace torch_sdaa's build)",
+            "{}:1: requirements.no-framework: error: `torch==2.0` — remove it: the SDAA environment provides torch (a pip install would replace torch_sdaa's build)",
             bad.join("requirements.txt").display()
         )
     );
@@ -180,7 +180,7 @@ fn a_fifo_readme_is_a_finding_and_validate_returns() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.starts_with(&format!(
-            "{}: fs.readable: not a regular file (a FIFO): skipped, not read",
+            "{}: fs.readable: error: not a regular file (a FIFO): skipped, not read",
             dir.join("README.md").display()
         )),
         "{stdout}"
@@ -205,8 +205,8 @@ fn a_zoo_root_checks_the_modelzoo_case_file() {
     assert_eq!(
         stdout,
         format!(
-            "{f}:7: zoo-case.params: case `octocat`: `nproc_per_node: 0` must be a positive integer (the number of cards per node)\n\
-             {f}:13: zoo-case.required: case `octocat`: `params.lr` is empty; give it a value (the ModelZoo check refuses empty values)\n\
+            "{f}:7: zoo-case.params: error: case `octocat`: `nproc_per_node: 0` must be a positive integer (the number of cards per node)\n\
+             {f}:13: zoo-case.required: error: case `octocat`: `params.lr` is empty; give it a value (the ModelZoo check refuses empty values)\n\
              checked 1 ModelZoo case file: 0 clean, 1 with violations (2 violations)\n"
         )
     );
@@ -245,4 +245,155 @@ fn a_zoo_root_checks_the_modelzoo_case_file() {
         stderr.contains(&format!("{f}: cannot read: not a regular file (a FIFO)")),
         "{stderr}"
     );
+}
+
+/// A model directory whose CUDA log is a copy of its SDAA run, quoted figures that the logs do
+/// not give, and a README claiming one card for a four-process command.
+fn reviewed_model(dir: &Path) {
+    good_model(dir);
+    let log = |values: &[f64]| -> String {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                format!("TCAPPDLL 2025-05-15 14:20:10.948668 - Epoch: 0 Iteration: {i}  rank : 0  train.loss : {v}  train.ips : 3.0 imgs/s\n")
+            })
+            .collect()
+    };
+    let values: Vec<f64> = (0..10).map(|i| 2.0 - 0.1 * i as f64).collect();
+    let banner = " Torch-SDAA   | 2.1.1b0+gitebfa9da\n";
+    write(
+        &dir.join("run_scripts/sdaa.log"),
+        &format!("{banner}{}", log(&values)),
+    );
+    write(
+        &dir.join("run_scripts/cuda.log"),
+        &format!("{banner}{}", log(&values)),
+    );
+    write(
+        &dir.join("README.md"),
+        "## 1. 模型概述\n## 2.1 准备数据集\n## 2.2 构建环境\n## 2.3 启动训练\n该模型支持单机单卡。\n```\npython run_demo.py --nproc_per_node 4\n```\n## 2.4 训练结果\n| 加速卡数量 | epoch | AMP | acc |\n|---|---|---|---|\n| 1 | 1 | yes | 0.9 |\n\nMeanRelativeError: 0.00042\nMeanAbsoluteError: 0.067\npass mean_relative_error=0.00042 <= 0.05 or mean_absolute_error=0.067 <= 0.0002\n",
+    );
+}
+
+/// The review runs by default: each finding with its file:line and severity, in every format;
+/// `--md` / `--html` write the reviewer's report (a picture per compared pair); info findings
+/// alone exit 0; `--layout-only` runs the layout rules alone.
+#[test]
+fn the_review_its_severities_and_its_report() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("PyTorch/contrib/Classification/Demo");
+    reviewed_model(&dir);
+    let (md, html) = (t.path().join("review.md"), t.path().join("out/review.html"));
+    fs::create_dir_all(html.parent().unwrap()).unwrap();
+    let out = modelzoo(&[
+        "validate",
+        "--all",
+        t.path().join("PyTorch").to_str().unwrap(),
+        "--md",
+        md.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let d = dir.display();
+    for line in [
+        format!("{d}/README.md:5: cards.claim: warning: says one card"),
+        format!("{d}/run_scripts/cuda.log:1: logs.device: error: named as a CUDA log but it is an SDAA run"),
+        format!("{d}/run_scripts/cuda.log: logs.identical: error: byte-identical to run_scripts/sdaa.log"),
+        format!("{d}/README.md:14: results.figures: error: quotes MeanRelativeError 0.00042 (recomputed: 0)"),
+    ] {
+        assert!(stdout.lines().any(|l| l.starts_with(&line)), "{line}\n{stdout}");
+    }
+    assert!(
+        stdout.ends_with("checked 1 model directory: 0 clean, 1 with violations (4 violations: 3 errors, 1 warning)\n"),
+        "{stdout}"
+    );
+    let md = fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("| error | `") && md.contains("README.md:14`"),
+        "{md}"
+    );
+    assert_eq!(md.matches("data:image/svg+xml;base64,").count(), 1, "{md}");
+    let html = fs::read_to_string(&html).unwrap();
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("<svg"),
+        "{html}"
+    );
+    assert!(!html.contains("<script"), "self-contained, no scripts");
+
+    // JSON and JUnit carry the severity.
+    let out = modelzoo(&["validate", "--format", "json", dir.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v["reports"][0]["findings"];
+    assert!(
+        f.as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"].is_string()),
+        "{v}"
+    );
+    assert_eq!(v["summary"]["errors"], 3);
+    assert_eq!(v["reports"][0]["compared"][0]["kind"], "logs");
+    let out = modelzoo(&["validate", "--format", "junit", dir.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("message=\"warning: says one card"));
+
+    // The layout rules alone: the directory is in shape.
+    let out = modelzoo(&["validate", "--layout-only", dir.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Info findings alone are not violations: exit 0.
+    fs::remove_file(dir.join("run_scripts/cuda.log")).unwrap();
+    fs::remove_file(dir.join("run_scripts/sdaa.log")).unwrap();
+    let readme = fs::read_to_string(dir.join("README.md")).unwrap();
+    write(
+        &dir.join("README.md"),
+        &readme.replace("单机单卡", "单机四卡"),
+    );
+    let out = modelzoo(&["validate", dir.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(": results.unverifiable: info: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with(
+            "checked 1 model directory: 1 clean, 0 with violations (0 violations; 1 info)\n"
+        ),
+        "{stdout}"
+    );
+
+    // A report that cannot be written: exit 2, naming it.
+    let blocked = t.path().join("review.md/x.md");
+    let out = modelzoo(&[
+        "validate",
+        dir.to_str().unwrap(),
+        "--md",
+        blocked.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the report"));
+
+    // --list-rules shows each rule's severity, the review's included.
+    let out = modelzoo(&["validate", "--list-rules"]);
+    let list = String::from_utf8_lossy(&out.stdout);
+    for (id, sev) in [
+        ("imports.local", "error"),
+        ("cards.claim", "warning"),
+        ("results.unverifiable", "info"),
+        ("zoo.near-duplicate", "warning"),
+    ] {
+        assert!(
+            list.lines()
+                .any(|l| l.starts_with(id) && l.split_whitespace().nth(1) == Some(sev)),
+            "{id} {sev}:\n{list}"
+        );
+    }
 }

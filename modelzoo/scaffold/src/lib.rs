@@ -253,7 +253,10 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
     let mut notes = Vec::new();
     if python {
         for (flag, why) in [
-            ("--output_dir", "the model.yaml entry's log is {output_dir}/dllogger.json"),
+            (
+                "--output_dir",
+                "the model.yaml entry's log is {output_dir}/dllogger.json",
+            ),
             ("--step", "the PR check runs a short --step run"),
         ] {
             let alias = if flag == "--step" { "--steps" } else { flag };

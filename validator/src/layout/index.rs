@@ -29,7 +29,7 @@ impl ModelIndex {
             path: path.to_path_buf(),
             message,
         };
-        let text = model_config::files::read_to_string(path)
+        let text = model_config::files::read_to_string_at_most(path, super::MAX_INDEX_BYTES)
             .map_err(|e| broken(format!("cannot read: {e}")))?;
         let (names, dirs): (Vec<String>, Vec<PathBuf>) = if zoo_cases::detect(&text)
             == Ok(IndexFormat::ZooCases)

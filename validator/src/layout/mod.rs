@@ -15,7 +15,7 @@ mod rust_crate;
 
 use std::collections::HashMap;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -27,12 +27,47 @@ use rust_crate::{bin_names, check_rust_crate};
 
 pub use index::ModelIndex;
 pub use readme::README_SECTIONS;
-pub use render::{render_json, render_junit, render_text, summarize, Summary};
+pub use render::{location, render_json, render_junit, render_text, summarize, Summary};
 
-/// One layout rule: a stable id (used in output and `--list-rules`) and what it asks for.
+/// How bad a finding is. `error`: the model cannot run as submitted, or a claim it makes is
+/// false; `warning`: likely wrong, a reviewer would send it back; `info`: worth knowing, not a
+/// violation. Errors and warnings are violations (exit 1); info findings alone exit 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    /// The word used in every output: `error`, `warning`, `info`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+
+    /// Whether a finding of this severity is a violation (fails the check).
+    pub fn is_violation(self) -> bool {
+        self != Severity::Info
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// One rule: a stable id (used in output and `--list-rules`), its severity and what it asks
+/// for.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Rule {
     pub id: &'static str,
+    pub severity: Severity,
     pub description: &'static str,
 }
 
@@ -40,70 +75,114 @@ pub struct Rule {
 pub const RULES: &[Rule] = &[
     Rule {
         id: "layout.readme",
+        severity: Severity::Error,
         description: "the model directory has a README.md",
     },
     Rule {
         id: "layout.requirements",
+        severity: Severity::Error,
         description: "a Python model directory has requirements.txt",
     },
     Rule {
         id: "layout.run-scripts",
+        severity: Severity::Error,
         description: "a Python model directory has run_scripts/ holding run_<model>.py, argument.py, formate_cmd.py and README.md",
     },
     Rule {
         id: "crate.run-binary",
+        severity: Severity::Error,
         description: "a Rust model crate declares a run_<model> binary in Cargo.toml and its source file exists",
     },
     Rule {
         id: "crate.spec",
+        severity: Severity::Error,
         description: "a Rust model crate has spec.yaml, a valid argument spec that merges with the ModelZoo standard spec",
     },
     Rule {
         id: "readme.encoding",
+        severity: Severity::Warning,
         description: "README files are UTF-8 text",
     },
     Rule {
         id: "readme.sections",
+        severity: Severity::Warning,
         description: "the model README has the sections model introduction, dataset preparation, environment (Docker) preparation, start training, training results (English or Chinese headings)",
     },
     Rule {
         id: "readme.results-table",
+        severity: Severity::Warning,
         description: "the model README's training results section holds a table of results (the runs' arguments and the accuracy reached)",
     },
     Rule {
         id: "readme.placeholders",
+        severity: Severity::Warning,
         description: "README files hold no placeholders: TODO, FIXME, TBD, 待补充, 待填写 or an unrendered {{variable}} outside code and HTML comments (a fresh `modelzoo new` scaffold is not finished)",
     },
     Rule {
         id: "args.documented",
+        severity: Severity::Warning,
         description: "the run_scripts README (a crate's README) has an entry (a table row's first cell, or a --name) for model_name, batch_size, epoch, step, dataset_path, lr, device, autocast, plus nproc_per_node for DDP models and nnode, node_rank for multi-node models",
     },
     Rule {
         id: "args.step",
+        severity: Severity::Error,
         description: "the argument parser accepts --step (argument.py, or the crate's merged argument spec)",
     },
     Rule {
         id: "requirements.no-framework",
+        severity: Severity::Error,
         description: "requirements.txt does not list torch or paddle (the SDAA environment provides them)",
     },
     Rule {
         id: "model-yaml.entry",
+        severity: Severity::Error,
         description: "model.yaml (given with --model-yaml, or found as model_config/model.yaml in an ancestor directory) has an entry for the model",
     },
     Rule {
         id: "fs.readable",
+        severity: Severity::Error,
         description: "every file and directory the rules look at can be read (I/O errors, symlink loops and files that are not regular files, e.g. a FIFO, are reported here; those are never opened)",
+    },
+    Rule {
+        id: "fs.size",
+        severity: Severity::Warning,
+        description: "a README, requirements.txt, spec or script the rules read is at most 4 MiB (larger is not a source file: only its first 4 MiB are checked, so memory stays bounded)",
     },
 ];
 
-/// Every rule `validate` reports: [`RULES`] (model directories), then the ModelZoo case
-/// file's (`zoo-case.*`, defined with its parser in `model_config::zoo_cases`).
+/// The most of one file the layout rules read: validate's memory stays bounded whatever a
+/// file's size (a 2 GB README used to be held twice).
+pub(crate) const MAX_CHECKED_BYTES: u64 = 4 << 20;
+
+/// The largest model.yaml or case file validate reads (the public ModelZoo's is a few KiB); a
+/// larger one is an error, never held in memory.
+pub(crate) const MAX_INDEX_BYTES: u64 = 16 << 20;
+
+/// Every rule `validate` reports: [`RULES`] (model directories), the ModelZoo case file's
+/// (`zoo-case.*`, defined with its parser in `model_config::zoo_cases`; all errors), then the
+/// review's cross-file and zoo-wide rules ([`crate::review::RULES`]).
 pub fn all_rules() -> impl Iterator<Item = Rule> {
-    RULES.iter().copied().chain(
-        model_config::zoo_cases::RULES
-            .iter()
-            .map(|&(id, description)| Rule { id, description }),
-    )
+    RULES
+        .iter()
+        .copied()
+        .chain(
+            model_config::zoo_cases::RULES
+                .iter()
+                .map(|&(id, description)| Rule {
+                    id,
+                    severity: Severity::Error,
+                    description,
+                }),
+        )
+        .chain(crate::review::RULES.iter().copied())
+}
+
+/// The severity of a rule id (an id no rule has is an error).
+pub fn severity_of(rule: &str) -> Severity {
+    all_rules()
+        .find(|r| r.id == rule)
+        .map(|r| r.severity)
+        .unwrap_or(Severity::Error)
 }
 
 /// The arguments every run_scripts README must document (adaptation guide §3.3).
@@ -118,17 +197,39 @@ pub const DOCUMENTED_ARGS: &[&str] = &[
     "autocast",
 ];
 
-/// One violation: the file (or directory) it is about, the line when it is about one, the
-/// rule, and what to do.
-#[derive(Debug, Clone, Serialize)]
+/// One finding: the file (or directory) it is about, the line when it is about one, the
+/// rule (whose severity it has), and what to do.
+#[derive(Debug, Clone)]
 pub struct Finding {
     pub path: PathBuf,
-    /// 1-based line in `path` (rules about a line of a file: the ModelZoo case file's);
-    /// left out of the JSON when there is none.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// 1-based line in `path`; left out of the JSON when there is none.
     pub line: Option<usize>,
     pub rule: &'static str,
     pub message: String,
+}
+
+impl Finding {
+    /// The rule's severity.
+    pub fn severity(&self) -> Severity {
+        severity_of(self.rule)
+    }
+}
+
+impl Serialize for Finding {
+    /// `{"path", "line"?, "rule", "severity", "message"}`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Finding", 5)?;
+        st.serialize_field("path", &self.path)?;
+        match self.line {
+            Some(line) => st.serialize_field("line", &line)?,
+            None => st.skip_field("line")?,
+        }
+        st.serialize_field("rule", self.rule)?;
+        st.serialize_field("severity", &self.severity())?;
+        st.serialize_field("message", &self.message)?;
+        st.end()
+    }
 }
 
 /// What kind of model directory was recognised.
@@ -152,6 +253,22 @@ pub struct DirReport {
     pub dir: PathBuf,
     pub kind: ModelKind,
     pub findings: Vec<Finding>,
+    /// The CUDA/SDAA log pairs (or combined loss files) the review compared, with the
+    /// ModelZoo rule's figures on each; left out of the JSON when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compared: Vec<crate::review::LossPair>,
+}
+
+impl DirReport {
+    /// The worst severity among its findings, if any.
+    pub fn worst(&self) -> Option<Severity> {
+        self.findings.iter().map(Finding::severity).min()
+    }
+
+    /// Whether it has a violation (an error or a warning).
+    pub fn has_violations(&self) -> bool {
+        self.findings.iter().any(|f| f.severity().is_violation())
+    }
 }
 
 /// Reasons `validate` cannot run at all (exit 2), as opposed to violations (exit 1).
@@ -182,6 +299,7 @@ pub struct Options {
 pub struct Validator {
     given_index: Option<Arc<ModelIndex>>,
     found: HashMap<PathBuf, Lookup>,
+    review: bool,
 }
 
 impl Validator {
@@ -194,7 +312,16 @@ impl Validator {
         Ok(Validator {
             given_index,
             found: HashMap::new(),
+            review: false,
         })
+    }
+
+    /// Also run the review's cross-file rules on every model directory and, over a tree, the
+    /// zoo-wide ones ([`crate::review`]). Off by default: the layout rules alone are what the
+    /// PR check (`modelzoo ci`) asks for; `modelzoo validate` turns it on.
+    pub fn with_review(mut self, on: bool) -> Validator {
+        self.review = on;
+        self
     }
 
     /// Check one model directory; its kind is recognised from what it holds.
@@ -224,10 +351,16 @@ impl Validator {
             _ => check_python(dir, &mut findings),
         };
         self.check_model_yaml(dir, &model_names, &mut findings);
+        let compared = if self.review {
+            crate::review::check_model_dir(dir, &mut findings)
+        } else {
+            Vec::new()
+        };
         Ok(DirReport {
             dir: dir.to_path_buf(),
             kind,
             findings,
+            compared,
         })
     }
 
@@ -249,10 +382,12 @@ impl Validator {
     /// with its line. A file that cannot be read (a FIFO included: refused, never opened
     /// blocking) or is not in the case format is an error naming it.
     pub fn check_cases(&mut self, file: &Path) -> Result<DirReport, LayoutError> {
-        let text = model_config::files::read_to_string(file).map_err(|error| LayoutError::Io {
-            path: file.to_path_buf(),
-            error,
-        })?;
+        let text = model_config::files::read_to_string_at_most(file, MAX_INDEX_BYTES).map_err(
+            |error| LayoutError::Io {
+                path: file.to_path_buf(),
+                error,
+            },
+        )?;
         match zoo_cases::detect(&text) {
             Ok(IndexFormat::ZooCases) => {}
             Ok(IndexFormat::ModelYaml) => {
@@ -288,6 +423,7 @@ impl Validator {
             dir: file.to_path_buf(),
             kind: ModelKind::ZooCases,
             findings,
+            compared: Vec::new(),
         })
     }
 
@@ -338,6 +474,7 @@ impl Validator {
                             rule: "fs.readable",
                             message,
                         }],
+                        compared: Vec::new(),
                     });
                     continue;
                 }
@@ -356,6 +493,9 @@ impl Validator {
                 walk.skip_current_dir();
                 reports.push(self.check_dir(entry.path())?);
             }
+        }
+        if self.review {
+            crate::review::check_zoo(&mut reports);
         }
         Ok(reports)
     }
@@ -435,10 +575,13 @@ fn case_file_in(dir: &Path) -> Result<Option<PathBuf>, LayoutError> {
     let Some(file) = zoo_cases::case_file_of(dir) else {
         return Ok(None);
     };
-    let text = model_config::files::read_to_string(&file).map_err(|error| LayoutError::Io {
-        path: file.clone(),
-        error,
-    })?;
+    let text =
+        model_config::files::read_to_string_at_most(&file, MAX_INDEX_BYTES).map_err(|error| {
+            LayoutError::Io {
+                path: file.clone(),
+                error,
+            }
+        })?;
     Ok((zoo_cases::detect(&text) == Ok(IndexFormat::ZooCases)).then_some(file))
 }
 
@@ -450,9 +593,18 @@ enum Lookup {
     Broken(PathBuf, String),
 }
 
-/// Whether `--all` treats this directory as a model directory.
+/// Whether `--all` treats this directory as a model directory: one with `run_scripts/` (or
+/// the misspelt `run_script/`) or `requirements.txt`, a Rust model crate, or — in a ModelZoo
+/// tree — a directory at the model level (`PyTorch/contrib|build-in/<Area>/<Model>`) holding a
+/// README of any spelling.
 fn is_model_dir(dir: &Path) -> bool {
-    if dir.join("run_scripts").is_dir() || dir.join("requirements.txt").is_file() {
+    if dir.join("run_scripts").is_dir()
+        || dir.join("run_script").is_dir()
+        || dir.join("requirements.txt").is_file()
+    {
+        return true;
+    }
+    if at_model_level(dir) && has_readme_like(dir) {
         return true;
     }
     let cargo = dir.join("Cargo.toml");
@@ -463,27 +615,36 @@ fn is_model_dir(dir: &Path) -> bool {
                 .unwrap_or(false))
 }
 
-/// What a non-regular file is, for the finding.
-fn file_kind(t: fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_char_device() {
-        "a character device"
-    } else {
-        "not a regular file"
-    }
+/// `PyTorch/contrib/<Area>/<Model>` or `PyTorch/build-in/<Area>/<Model>` (PaddlePaddle too).
+fn at_model_level(dir: &Path) -> bool {
+    let names: Vec<String> = dir
+        .components()
+        .rev()
+        .take(4)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    names.len() == 4
+        && (names[2] == "contrib" || names[2] == "build-in")
+        && (names[3] == "PyTorch" || names[3] == "PaddlePaddle")
+}
+
+/// A top-level file named like a README (`README.md`, `readme`, `README.MD`, ` README.md`).
+fn has_readme_like(dir: &Path) -> bool {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().trim().to_lowercase();
+                (n == "readme.md" || n == "readme") && e.path().is_file()
+            })
+        })
+        .unwrap_or(false)
 }
 
 /// Read a file the rules need; a missing file is `None` with no finding, other errors are
 /// findings. Only regular files (or symlinks to them) are opened: reading a FIFO would block
-/// until something writes to it, a device may never end.
+/// until something writes to it, a device may never end. At most [`MAX_CHECKED_BYTES`] are
+/// read: a larger file is checked on its head and named by an `fs.size` finding, so a stray
+/// gigabyte file cannot exhaust the memory of a run over a whole zoo.
 fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
     match fs::metadata(path) {
         Ok(m) if !m.is_file() => {
@@ -493,7 +654,7 @@ fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
                 rule: "fs.readable",
                 message: format!(
                     "not a regular file ({}): skipped, not read — replace it with the real file",
-                    file_kind(m.file_type())
+                    model_config::files::kind(m.file_type())
                 ),
             });
             return None;
@@ -510,8 +671,34 @@ fn read_bytes(path: &Path, out: &mut Vec<Finding>) -> Option<Vec<u8>> {
             return None;
         }
     }
-    match fs::read(path) {
-        Ok(b) => Some(b),
+    let read = model_config::files::open_regular(path).and_then(|f| {
+        let mut bytes = Vec::new();
+        f.take(MAX_CHECKED_BYTES + 1).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    });
+    match read {
+        Ok(mut b) => {
+            if b.len() as u64 > MAX_CHECKED_BYTES {
+                b.truncate(MAX_CHECKED_BYTES as usize);
+                // A cut in the middle of a character is not the file's encoding fault.
+                let keep = match std::str::from_utf8(&b) {
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    _ => b.len(),
+                };
+                b.truncate(keep);
+                out.push(Finding {
+                    path: path.to_path_buf(),
+                    line: None,
+                    rule: "fs.size",
+                    message: format!(
+                        "larger than {} MiB: only the first {} MiB were checked — a source file this size is a mistake (a log or data file under the wrong name?)",
+                        MAX_CHECKED_BYTES >> 20,
+                        MAX_CHECKED_BYTES >> 20
+                    ),
+                });
+            }
+            Some(b)
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => {
             out.push(Finding {
@@ -535,7 +722,7 @@ fn read_readme(path: &Path, out: &mut Vec<Finding>) -> Option<String> {
             let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
             out.push(Finding {
                 path: path.to_path_buf(),
-                line: None,
+                line: Some(line),
                 rule: "readme.encoding",
                 message: format!(
                     "not UTF-8 (first invalid byte at offset {at}, line {line}); re-save it as UTF-8 (e.g. `iconv -f GBK -t UTF-8`)"

@@ -158,11 +158,10 @@ fn check_requirements(path: &Path, text: &str, out: &mut Vec<Finding>) {
         if FRAMEWORKS.contains(&name.as_str()) {
             out.push(Finding {
                 path: path.to_path_buf(),
-                line: None,
+                line: Some(n + 1),
                 rule: "requirements.no-framework",
                 message: format!(
-                    "line {}: `{spec}` — remove it: the SDAA environment provides {name} (a pip install would replace torch_sdaa's build)",
-                    n + 1
+                    "`{spec}` — remove it: the SDAA environment provides {name} (a pip install would replace torch_sdaa's build)"
                 ),
             });
         }
@@ -181,9 +180,11 @@ mod tests {
             "numpy\ntorchvision==0.15\ntorch>=2.0 # no\n# torch\npaddlepaddle-gpu\ntorch_sdaa\n",
             &mut out,
         );
-        let lines: Vec<&str> = out.iter().map(|f| f.message.as_str()).collect();
+        let lines: Vec<(Option<usize>, &str)> =
+            out.iter().map(|f| (f.line, f.message.as_str())).collect();
         assert_eq!(out.len(), 2, "{lines:?}");
-        assert!(lines[0].starts_with("line 3: `torch>=2.0`"), "{lines:?}");
-        assert!(lines[1].starts_with("line 5:"), "{lines:?}");
+        assert_eq!(lines[0].0, Some(3), "{lines:?}");
+        assert!(lines[0].1.starts_with("`torch>=2.0`"), "{lines:?}");
+        assert_eq!(lines[1].0, Some(5), "{lines:?}");
     }
 }

@@ -3,34 +3,59 @@
 use modelzoo_support::junit::{Case, Layout, Outcome, Suite};
 use serde::Serialize;
 
-use super::{DirReport, Finding, ModelKind};
+use super::{DirReport, Finding, ModelKind, Severity};
 
-/// Totals over a run.
+/// Totals over a run. A violation is an error or a warning; a directory with info findings
+/// only is clean.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Summary {
     pub dirs: usize,
     pub clean: usize,
     pub with_violations: usize,
     pub violations: usize,
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
 }
 
 /// Totals for a set of reports.
 pub fn summarize(reports: &[DirReport]) -> Summary {
-    let with_violations = reports.iter().filter(|r| !r.findings.is_empty()).count();
+    let with_violations = reports.iter().filter(|r| r.has_violations()).count();
+    let count = |sev: Severity| {
+        reports
+            .iter()
+            .flat_map(|r| &r.findings)
+            .filter(|f| f.severity() == sev)
+            .count()
+    };
+    let (errors, warnings, infos) = (
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Info),
+    );
     Summary {
         dirs: reports.len(),
         clean: reports.len() - with_violations,
         with_violations,
-        violations: reports.iter().map(|r| r.findings.len()).sum(),
+        violations: errors + warnings,
+        errors,
+        warnings,
+        infos,
     }
 }
 
-/// `path: rule-id: message` lines, then a one-line summary.
+/// `path[:line]: rule-id: severity: message` lines, then a one-line summary.
 pub fn render_text(reports: &[DirReport]) -> String {
     let mut s = String::new();
     for r in reports {
         for f in &r.findings {
-            s.push_str(&format!("{}: {}: {}\n", location(f), f.rule, f.message));
+            s.push_str(&format!(
+                "{}: {}: {}: {}\n",
+                location(f),
+                f.rule,
+                f.severity(),
+                f.message
+            ));
         }
     }
     let sum = summarize(reports);
@@ -48,14 +73,38 @@ pub fn render_text(reports: &[DirReport]) -> String {
             if f == 1 { "" } else { "s" }
         ),
     };
+    let breakdown = if sum.violations > 0 && sum.warnings > 0 && sum.errors > 0 {
+        format!(
+            ": {} error{}, {} warning{}",
+            sum.errors,
+            plural(sum.errors),
+            sum.warnings,
+            plural(sum.warnings)
+        )
+    } else {
+        String::new()
+    };
+    let infos = if sum.infos > 0 {
+        format!("; {} info", sum.infos)
+    } else {
+        String::new()
+    };
     s.push_str(&format!(
-        "checked {checked}: {} clean, {} with violations ({} violation{})\n",
+        "checked {checked}: {} clean, {} with violations ({} violation{}{breakdown}{infos})\n",
         sum.clean,
         sum.with_violations,
         sum.violations,
-        if sum.violations == 1 { "" } else { "s" },
+        plural(sum.violations),
     ));
     s
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// JSON: `{"reports": [...], "summary": {...}}`.
@@ -73,7 +122,8 @@ pub fn render_json(reports: &[DirReport]) -> String {
         + "\n"
 }
 
-/// JUnit XML: one testsuite, a testcase per model directory, a failure per violation.
+/// JUnit XML: one testsuite, a testcase per model directory, a failure per violation (error
+/// or warning; info findings are not failures and are left out).
 pub fn render_junit(reports: &[DirReport]) -> String {
     let cases = reports
         .iter()
@@ -84,10 +134,17 @@ pub fn render_junit(reports: &[DirReport]) -> String {
             outcomes: r
                 .findings
                 .iter()
+                .filter(|f| f.severity().is_violation())
                 .map(|f| Outcome::Failure {
                     kind: Some(f.rule.to_string()),
-                    message: f.message.clone(),
-                    text: format!("{}: {}: {}", location(f), f.rule, f.message),
+                    message: format!("{}: {}", f.severity(), f.message),
+                    text: format!(
+                        "{}: {}: {}: {}",
+                        location(f),
+                        f.rule,
+                        f.severity(),
+                        f.message
+                    ),
                 })
                 .collect(),
         })
@@ -101,7 +158,7 @@ pub fn render_junit(reports: &[DirReport]) -> String {
 }
 
 /// `path` or `path:line`, how a finding names where it is.
-fn location(f: &Finding) -> String {
+pub fn location(f: &Finding) -> String {
     match f.line {
         Some(line) => format!("{}:{line}", f.path.display()),
         None => f.path.display().to_string(),

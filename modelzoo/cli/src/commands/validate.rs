@@ -1,14 +1,19 @@
 //! `modelzoo validate` — check model directories against the ModelZoo layout rules, and the
 //! public ModelZoo's case file (`PyTorch/contrib/model_config/model.yaml`) against its rules.
 //!
-//! Exit codes: 0 everything checked is clean, 1 violations found, 2 could not run (a path that
-//! is neither a directory nor a case file, an unusable --model-yaml, nothing to check).
+//! Besides the layout rules, the review's cross-file and zoo-wide rules run (unless
+//! `--layout-only`); `--md FILE` / `--html FILE` write a reviewer's report.
+//!
+//! Exit codes: 0 everything checked is clean (info findings allowed), 1 violations found
+//! (errors or warnings), 2 could not run (a path that is neither a directory nor a case file,
+//! an unusable --model-yaml, nothing to check, a report that cannot be written).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use validator::layout::{self, all_rules, Options, Validator};
+use validator::review;
 
 /// Output format of the findings.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -38,16 +43,31 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
-    /// Print every rule's id and description, then exit.
+    /// Print every rule's id, severity and description, then exit.
     #[arg(long)]
     pub list_rules: bool,
+    /// Only the layout rules (what the PR check asks for): no cross-file or zoo-wide review.
+    #[arg(long)]
+    pub layout_only: bool,
+    /// Also write the reviewer's report as Markdown to FILE (models by severity, each finding
+    /// with file:line and fix, a loss-curve picture of each log pair compared).
+    #[arg(long, value_name = "FILE")]
+    pub md: Option<PathBuf>,
+    /// Also write the reviewer's report as one self-contained HTML file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.list_rules {
         let width = all_rules().map(|r| r.id.len()).max().unwrap_or(0);
         for r in all_rules() {
-            println!("{:<width$}  {}", r.id, r.description);
+            println!(
+                "{:<width$}  {:<7}  {}",
+                r.id,
+                r.severity.word(),
+                r.description
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -58,7 +78,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut v = Validator::new(&Options {
         model_yaml: args.model_yaml.clone(),
-    })?;
+    })?
+    .with_review(!args.layout_only);
     let mut reports = Vec::new();
     for dir in &args.dirs {
         reports.push(v.check_path(dir)?);
@@ -76,7 +97,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Junit => layout::render_junit(&reports),
     };
     print!("{out}");
-    Ok(if reports.iter().all(|r| r.findings.is_empty()) {
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    for (path, text) in [
+        (
+            &args.md,
+            args.md
+                .as_ref()
+                .map(|_| review::report::markdown(&reports, &command)),
+        ),
+        (
+            &args.html,
+            args.html
+                .as_ref()
+                .map(|_| review::report::html(&reports, &command)),
+        ),
+    ] {
+        if let (Some(path), Some(text)) = (path, text) {
+            review::report::write(path, &text)
+                .with_context(|| format!("cannot write the report {}", path.display()))?;
+        }
+    }
+    Ok(if !reports.iter().any(|r| r.has_violations()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -1,0 +1,319 @@
+//! The reviewer's report of `modelzoo validate --md FILE` / `--html FILE`: the models by
+//! severity (errors first), each finding with its file:line, rule and fix, the rules that fired
+//! most, and a loss-curve picture (SVG, inline) of every CUDA/SDAA pair the review compared.
+//! Both files are self-contained (no scripts, no network) and written atomically.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::logs::{LossPair, PairSource};
+use crate::layout::{location, summarize, DirReport, Severity};
+use crate::report::MAX_PLOT_POINTS;
+
+/// Reports in reading order: the worst severity first, then more violations first, then path.
+fn ordered(reports: &[DirReport]) -> Vec<&DirReport> {
+    let mut v: Vec<&DirReport> = reports.iter().collect();
+    let rank = |r: &DirReport| r.worst().map(|s| s as u8).unwrap_or(3);
+    v.sort_by(|a, b| {
+        rank(a)
+            .cmp(&rank(b))
+            .then(b.findings.len().cmp(&a.findings.len()))
+            .then(a.dir.cmp(&b.dir))
+    });
+    v
+}
+
+/// (rule, severity) → count, most frequent first.
+fn by_rule(reports: &[DirReport]) -> Vec<(&'static str, Severity, usize)> {
+    let mut m: BTreeMap<&'static str, (Severity, usize)> = BTreeMap::new();
+    for f in reports.iter().flat_map(|r| &r.findings) {
+        m.entry(f.rule).or_insert((f.severity(), 0)).1 += 1;
+    }
+    let mut v: Vec<_> = m.into_iter().map(|(r, (s, n))| (r, s, n)).collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)).then(a.0.cmp(b.0)));
+    v
+}
+
+fn counts(r: &DirReport) -> String {
+    let n = |s: Severity| r.findings.iter().filter(|f| f.severity() == s).count();
+    let parts: Vec<String> = [Severity::Error, Severity::Warning, Severity::Info]
+        .into_iter()
+        .filter(|s| n(*s) > 0)
+        .map(|s| {
+            let plural = if n(s) == 1 || s == Severity::Info {
+                ""
+            } else {
+                "s"
+            };
+            format!("{} {s}{plural}", n(s))
+        })
+        .collect();
+    if parts.is_empty() {
+        "clean".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// A pair's files, for a caption.
+fn pair_name(p: &LossPair) -> String {
+    match &p.source {
+        PairSource::Logs { cuda, sdaa } => {
+            format!("{} vs {}", cuda.display(), sdaa.display())
+        }
+        PairSource::Combined { file } => file.display().to_string(),
+    }
+}
+
+fn pair_figures(p: &LossPair) -> String {
+    format!(
+        "{} steps (CUDA {}, SDAA {} values, read by {}): MeanRelativeError {:.6}, MeanAbsoluteError {:.6} — {} under the ModelZoo rule",
+        p.steps,
+        p.cuda_values,
+        p.sdaa_values,
+        super::logs::read_by(p.read_as),
+        p.mean_relative_error,
+        p.mean_absolute_error,
+        if p.pass { "pass" } else { "fail" }
+    )
+}
+
+/// The loss curves of a pair as SVG (CUDA blue, SDAA red), or why it cannot be drawn.
+pub fn loss_svg(p: &LossPair) -> Result<String, String> {
+    let (cuda, sdaa) = p
+        .values()
+        .ok_or_else(|| "the logs cannot be read again".to_string())?;
+    if cuda.is_empty() {
+        return Err("no values to draw".into());
+    }
+    let stride = cuda.len().div_ceil(MAX_PLOT_POINTS).max(1);
+    let pts = |v: &[f64]| -> Vec<(f64, f64)> {
+        v.iter()
+            .enumerate()
+            .step_by(stride)
+            .filter(|(_, y)| y.is_finite())
+            .map(|(i, y)| (i as f64, *y))
+            .collect()
+    };
+    let (c, s) = (pts(&cuda), pts(&sdaa));
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (_, y) in c.iter().chain(&s) {
+        lo = lo.min(*y);
+        hi = hi.max(*y);
+    }
+    if !lo.is_finite() || !hi.is_finite() {
+        return Err("no finite values to draw".into());
+    }
+    let pad = ((hi - lo) * 0.05).max(hi.abs().max(1e-12) * 1e-6);
+    let (lo, hi) = (lo - pad, hi + pad);
+    let n = (cuda.len().max(2) - 1) as f64;
+    let mut svg = String::new();
+    let draw = |svg: &mut String| -> Result<(), Box<dyn std::error::Error>> {
+        let root = SVGBackend::with_string(svg, (760, 320)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("loss: CUDA vs SDAA", ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..n, lo..hi)?;
+        chart
+            .configure_mesh()
+            .x_desc("step")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_desc("loss")
+            .draw()?;
+        let blue = RGBColor(31, 119, 180);
+        let red = RGBColor(214, 39, 40);
+        chart
+            .draw_series(LineSeries::new(c, blue.stroke_width(2)))?
+            .label("CUDA")
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(2))
+            });
+        chart
+            .draw_series(LineSeries::new(s, red.stroke_width(2)))?
+            .label("SDAA")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(2)));
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    draw(&mut svg).map_err(|e| format!("cannot draw: {e}"))?;
+    Ok(svg)
+}
+
+/// Standard base64 (with padding), for the Markdown report's `data:` images.
+fn base64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        out.push(T[(n >> 18) as usize & 63] as char);
+        out.push(T[(n >> 12) as usize & 63] as char);
+        out.push(if chunk.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if chunk.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
+    }
+    out
+}
+
+/// A Markdown table cell: pipes escaped, newlines flattened.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The Markdown report.
+pub fn markdown(reports: &[DirReport], command: &str) -> String {
+    let sum = summarize(reports);
+    let mut s = String::from("# modelzoo validate: review\n\n");
+    s.push_str(&format!("```\n{command}\n```\n\n"));
+    s.push_str(&format!(
+        "{} checked: {} clean, {} with violations — {} errors, {} warnings, {} info.\n\n",
+        sum.dirs, sum.clean, sum.with_violations, sum.errors, sum.warnings, sum.infos
+    ));
+    s.push_str("Severity: **error** — the model cannot run as submitted, or a claim it makes is false; **warning** — likely wrong, a reviewer would send it back; **info** — worth knowing.\n\n");
+    let rules = by_rule(reports);
+    if !rules.is_empty() {
+        s.push_str("| rule | severity | findings |\n|---|---|---|\n");
+        for (r, sev, n) in rules {
+            s.push_str(&format!("| `{r}` | {sev} | {n} |\n"));
+        }
+        s.push('\n');
+    }
+    for r in ordered(reports) {
+        s.push_str(&format!("## {} — {}\n\n", r.dir.display(), counts(r)));
+        if !r.findings.is_empty() {
+            s.push_str("| severity | where | rule | finding and fix |\n|---|---|---|---|\n");
+            let mut fs: Vec<_> = r.findings.iter().collect();
+            fs.sort_by_key(|f| f.severity());
+            for f in fs {
+                s.push_str(&format!(
+                    "| {} | `{}` | `{}` | {} |\n",
+                    f.severity(),
+                    cell(&location(f)),
+                    f.rule,
+                    cell(&f.message)
+                ));
+            }
+            s.push('\n');
+        }
+        for p in &r.compared {
+            s.push_str(&format!(
+                "**Compared** `{}`: {}\n\n",
+                pair_name(p),
+                pair_figures(p)
+            ));
+            match loss_svg(p) {
+                Ok(svg) => s.push_str(&format!(
+                    "![loss curves: {}](data:image/svg+xml;base64,{})\n\n",
+                    cell(&pair_name(p)),
+                    base64(svg.as_bytes())
+                )),
+                Err(e) => s.push_str(&format!("(no picture: {e})\n\n")),
+            }
+        }
+    }
+    s
+}
+
+/// The HTML report (one file: styles and SVG inline).
+pub fn html(reports: &[DirReport], command: &str) -> String {
+    let sum = summarize(reports);
+    let mut s = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>modelzoo validate: review</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;margin-bottom:1em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}.error{color:#cf222e;font-weight:bold}.warning{color:#9a6700;font-weight:bold}.info{color:#0969da}pre{background:#f6f8fa;padding:8px;overflow-x:auto}code{word-break:break-all}</style></head><body>\n",
+    );
+    s.push_str("<h1>modelzoo validate: review</h1>\n");
+    s.push_str(&format!("<pre>{}</pre>\n", esc(command)));
+    s.push_str(&format!(
+        "<p>{} checked: {} clean, {} with violations — <span class=\"error\">{} errors</span>, <span class=\"warning\">{} warnings</span>, <span class=\"info\">{} info</span>.</p>\n",
+        sum.dirs, sum.clean, sum.with_violations, sum.errors, sum.warnings, sum.infos
+    ));
+    s.push_str("<p>Severity: <span class=\"error\">error</span> — the model cannot run as submitted, or a claim it makes is false; <span class=\"warning\">warning</span> — likely wrong, a reviewer would send it back; <span class=\"info\">info</span> — worth knowing.</p>\n");
+    let rules = by_rule(reports);
+    if !rules.is_empty() {
+        s.push_str("<table><tr><th>rule</th><th>severity</th><th>findings</th></tr>\n");
+        for (r, sev, n) in rules {
+            s.push_str(&format!(
+                "<tr><td><code>{r}</code></td><td class=\"{sev}\">{sev}</td><td>{n}</td></tr>\n"
+            ));
+        }
+        s.push_str("</table>\n");
+    }
+    for r in ordered(reports) {
+        s.push_str(&format!(
+            "<h2>{} — {}</h2>\n",
+            esc(&r.dir.display().to_string()),
+            counts(r)
+        ));
+        if !r.findings.is_empty() {
+            s.push_str("<table><tr><th>severity</th><th>where</th><th>rule</th><th>finding and fix</th></tr>\n");
+            let mut fs: Vec<_> = r.findings.iter().collect();
+            fs.sort_by_key(|f| f.severity());
+            for f in fs {
+                s.push_str(&format!(
+                    "<tr><td class=\"{sev}\">{sev}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>\n",
+                    esc(&location(f)),
+                    f.rule,
+                    esc(&f.message),
+                    sev = f.severity()
+                ));
+            }
+            s.push_str("</table>\n");
+        }
+        for p in &r.compared {
+            s.push_str(&format!(
+                "<p><strong>Compared</strong> <code>{}</code>: {}</p>\n",
+                esc(&pair_name(p)),
+                esc(&pair_figures(p))
+            ));
+            match loss_svg(p) {
+                Ok(svg) => s.push_str(&format!("<figure>{svg}</figure>\n")),
+                Err(e) => s.push_str(&format!("<p>(no picture: {})</p>\n", esc(&e))),
+            }
+        }
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// Write a report file atomically.
+pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
+    modelzoo_support::write_atomic(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_pads() {
+        assert_eq!(super::base64(b"f"), "Zg==");
+        assert_eq!(super::base64(b"fo"), "Zm8=");
+        assert_eq!(super::base64(b"foo"), "Zm9v");
+        assert_eq!(super::base64(b"<svg/>"), "PHN2Zy8+");
+    }
+}
