@@ -22,6 +22,23 @@ if [[ ! -f $gloo_header ]]; then
     fi
 fi
 
+# JPEG decoding (modelzoo-vision): the TurboJPEG library and its pkg-config file (Debian
+# libturbojpeg0-dev), which the build links. Install it when missing and this user may;
+# otherwise say what to install (the build of modelzoo-vision would fail without it).
+if ! pkg-config --exists libturbojpeg 2>/dev/null; then
+    apt=()
+    if [[ $(id -u) == 0 ]]; then apt=(apt-get); elif sudo -n true 2>/dev/null; then apt=(sudo -n apt-get); fi
+    if command -v apt-get >/dev/null && ((${#apt[@]})); then
+        echo "setup: installing libturbojpeg0-dev (libjpeg-turbo's TurboJPEG, for decoding image folders)"
+        "${apt[@]}" install -y -q libturbojpeg0-dev pkg-config >/dev/null 2>&1 \
+            || { "${apt[@]}" update -q >/dev/null 2>&1 && "${apt[@]}" install -y -q libturbojpeg0-dev pkg-config >/dev/null 2>&1; } \
+            || true
+    fi
+    if ! pkg-config --exists libturbojpeg 2>/dev/null; then
+        echo "setup: libturbojpeg (pkg-config) not found: modelzoo-vision links libjpeg-turbo's TurboJPEG to decode JPEG files; install it (apt-get install libturbojpeg0-dev pkg-config), then rebuild." >&2
+    fi
+fi
+
 if [[ -n "${LIBTORCH:-}" ]]; then
     if [[ ! -d "$LIBTORCH/lib" || ! -d "$LIBTORCH/include" ]]; then
         echo "setup: LIBTORCH=$LIBTORCH has no lib/ and include/ — point it at an unpacked libtorch $want" >&2

@@ -1,10 +1,11 @@
 //! ResNet as an engine [`BasicModule`]: cross-entropy with label smoothing, top-1/top-5, SGD
-//! with warmup-cosine, optional channels-last.
+//! with warmup-cosine, optional channels-last, and uint8 image batches normalised on the
+//! device.
 
 use modelzoo_engine::{Algorithm, BasicModule, EvalOutput, OptimizerConfig, Schedule, TrainDevice};
-use modelzoo_vision::ImageBatch;
+use modelzoo_vision::{DeviceNormalizer, ImageBatch, Normalize};
 use tch::nn::{self, ModuleT};
-use tch::{Reduction, Tensor};
+use tch::{Kind, Reduction, Tensor};
 
 use crate::model::{ResNet, Variant};
 
@@ -27,6 +28,9 @@ pub struct ResNetModule {
     net: ResNet,
     hyper: Hyper,
     num_classes: i64,
+    /// How uint8 batches become the network's input (ImageNet's statistics unless the loader
+    /// says otherwise: [`ResNetModule::with_input_normalization`]).
+    input: DeviceNormalizer,
 }
 
 /// View `t` (NCHW, 4-D) with channels-last strides; conv kernels keep the layout.
@@ -61,7 +65,37 @@ impl ResNetModule {
             net,
             hyper,
             num_classes,
+            input: DeviceNormalizer::new(Normalize::IMAGENET),
         }
+    }
+
+    /// The statistics uint8 batches are normalised with on the device (the loader's
+    /// `Loader::normalization`; `None` keeps ImageNet's). Float batches arrive normalised.
+    pub fn with_input_normalization(mut self, norm: Option<Normalize>) -> ResNetModule {
+        if let Some(n) = norm {
+            self.input = DeviceNormalizer::new(n);
+        }
+        self
+    }
+
+    /// The network's input from a batch's `images` on the host: uint8 `[n, h, w, 3]` pixels are
+    /// copied to the device as they are (a quarter of fp32's bytes) and normalised there in the
+    /// network's memory format; float `[n, 3, h, w]` values are laid out, then copied.
+    /// Either way the device's own conversion of a float input (the `--dump` device's fp64)
+    /// applies last, as it did to the float batches alone.
+    pub fn input(&mut self, images: &Tensor, device: &dyn TrainDevice) -> Tensor {
+        if images.kind() == Kind::Uint8 {
+            let x = self
+                .input
+                .apply(&device.to_device(images), self.hyper.channels_last);
+            return device.to_device(&x);
+        }
+        let images = if self.hyper.channels_last {
+            to_channels_last(images)
+        } else {
+            images.shallow_clone()
+        };
+        device.to_device(&images)
     }
 }
 
@@ -83,13 +117,8 @@ impl BasicModule for ResNetModule {
         &mut self.vs
     }
     fn pretreating_batch(&mut self, batch: ImageBatch, device: &dyn TrainDevice) -> ImageBatch {
-        let images = if self.hyper.channels_last {
-            to_channels_last(&batch.images)
-        } else {
-            batch.images
-        };
         ImageBatch {
-            images: device.to_device(&images),
+            images: self.input(&batch.images, device),
             labels: device.to_device(&batch.labels),
         }
     }
@@ -121,6 +150,56 @@ impl BasicModule for ResNetModule {
             weight_decay: self.hyper.weight_decay,
             schedule: Schedule::WarmupCosine { warmup_steps },
             clip_grad_norm: self.hyper.clip_grad_norm,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Variant;
+
+    fn module(channels_last: bool) -> ResNetModule {
+        let hyper = Hyper {
+            lr: 0.1,
+            momentum: 0.9,
+            nesterov: false,
+            weight_decay: 0.0,
+            label_smoothing: 0.0,
+            warmup_epochs: 0.0,
+            clip_grad_norm: None,
+            channels_last,
+        };
+        ResNetModule::new(Variant::ResNet18, 10, hyper, 1)
+            .with_input_normalization(Some(Normalize::CIFAR))
+    }
+
+    #[test]
+    fn uint8_input_is_the_float_input_normalised_in_the_model_s_memory_format() {
+        let (n, h, w) = (2i64, 5i64, 7i64);
+        let pixels: Vec<u8> = (0..n * h * w * 3).map(|i| (i * 37 % 256) as u8).collect();
+        let nhwc = Tensor::from_slice(&pixels).view([n, h, w, 3]);
+        // The float batch the host path builds: CHW values of Normalize::value.
+        let norm = Normalize::CIFAR;
+        let mut chw = vec![0f32; pixels.len()];
+        for (k, sample) in pixels.chunks_exact((h * w * 3) as usize).enumerate() {
+            let plane = (h * w) as usize;
+            norm.hwc_to_chw(sample, &mut chw[k * 3 * plane..(k + 1) * 3 * plane]);
+        }
+        let float = Tensor::from_slice(&chw).view([n, 3, h, w]);
+        let device = tch::Device::Cpu;
+        for channels_last in [false, true] {
+            let mut m = module(channels_last);
+            let from_u8 = m.input(&nhwc, &device);
+            let from_f32 = m.input(&float, &device);
+            assert_eq!(from_u8.kind(), Kind::Float);
+            assert_eq!(
+                from_u8.stride(),
+                from_f32.stride(),
+                "channels_last {channels_last}"
+            );
+            let d = (&from_u8 - &from_f32).abs().max().double_value(&[]);
+            assert!(d <= 1e-6, "channels_last {channels_last}: max |diff| {d}");
         }
     }
 }

@@ -107,8 +107,8 @@ fn two_workers_twenty_steps_end_bit_identical_and_rank0_alone_writes() {
     let json = std::fs::read_to_string(&log).unwrap();
     assert!(
         // parameters: torchvision's resnet18(num_classes=10) has 11,181,642.
-        json.contains(r#""step": "PARAMETER", "data": {"rank": 0, "batch_size": 4, "world_size": 2, "global_batch_size": 8, "parameters": 11181642}"#),
-        "global batch and model size recorded in the log"
+        json.contains(r#""step": "PARAMETER", "data": {"rank": 0, "batch_size": 4, "world_size": 2, "global_batch_size": 8, "parameters": 11181642, "model_name": "resnet18", "device": "cpu", "precision": "fp32", "seed": 42, "max_steps": 20, "lr": 0.1, "memory_format": "nhwc", "input_dtype": "fp32"}"#),
+        "global batch, model size and run facts recorded in the log: {json}"
     );
     let ckpts: Vec<_> = std::fs::read_dir(dir.path().join("checkpoints"))
         .unwrap()

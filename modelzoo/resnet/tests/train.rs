@@ -259,6 +259,81 @@ fn tiny_image_folder_trains_and_skips_a_corrupt_image() {
     assert!(!series(&log_of(&out, "resnet18"), "val.top1").is_empty());
 }
 
+fn write_jpeg(path: &Path, w: u32, h: u32, seed: u32) {
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        let v = |k: u32| ((x * (k + seed) + y * (2 * k + 1) + (x * y) / (k + 3)) % 256) as u8;
+        image::Rgb([v(1), v(2), v(3)])
+    });
+    let mut bytes = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, 90)
+        .encode_image(&img)
+        .unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Issue #26: uint8 batches normalised on the device train exactly as the fp32 batches the
+/// loader threads normalise (same values, same layout), in both memory formats.
+#[test]
+fn uint8_and_fp32_input_train_the_same_losses_in_both_memory_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("imgs");
+    for split in ["train", "val"] {
+        for (c, class) in ["a", "b"].iter().enumerate() {
+            let d = root.join(split).join(class);
+            std::fs::create_dir_all(&d).unwrap();
+            for i in 0..4u32 {
+                write_jpeg(
+                    &d.join(format!("{i}.JPEG")),
+                    48 + 8 * i,
+                    40 + 5 * i,
+                    i + 5 * c as u32,
+                );
+            }
+        }
+    }
+    for format in ["nhwc", "nchw"] {
+        let mut losses = Vec::new();
+        for dtype in ["fp32", "uint8"] {
+            let out = dir.path().join(format!("{format}-{dtype}"));
+            let args = with(
+                small(&out),
+                &[
+                    "--dataset_path",
+                    &root.display().to_string(),
+                    "--bs",
+                    "4",
+                    "--epoch",
+                    "2",
+                    "--step",
+                    "3",
+                    "--logging_freq",
+                    "1",
+                    "--memory_format",
+                    format,
+                    "--input_dtype",
+                    dtype,
+                ],
+            );
+            let o = run(&args);
+            assert!(o.status.success(), "{}", text(&o));
+            let log = log_of(&out, "resnet18");
+            // The PARAMETER record states what the run settled on, for `modelzoo compare`.
+            let json = std::fs::read_to_string(&log).unwrap();
+            let stated = format!(r#""memory_format": "{format}", "input_dtype": "{dtype}""#);
+            assert!(json.contains(&stated), "{stated} not in {json}");
+            let l = series(&log, "train.loss");
+            assert_eq!(l.len(), 3, "{format} {dtype}: {l:?}");
+            losses.push(l);
+        }
+        for ((s, a), (_, b)) in losses[0].iter().zip(&losses[1]) {
+            assert!(
+                (a - b).abs() <= 1e-6 * a.abs().max(1.0),
+                "{format} step {s}: fp32 input {a} vs uint8 input {b}"
+            );
+        }
+    }
+}
+
 #[test]
 fn tiny_cifar10_trains() {
     let dir = tempfile::tempdir().unwrap();

@@ -63,10 +63,32 @@ pub fn loader_host_bytes(
     num_classes: usize,
     synthetic: Option<usize>,
 ) -> (u64, String) {
+    loader_bytes(4, batch, image, num_classes, synthetic)
+}
+
+/// [`loader_host_bytes`] for a loader of uint8 batches ([`crate::Loader::uint8`]): one byte a
+/// pixel value instead of four.
+pub fn loader_host_bytes_u8(
+    batch: usize,
+    image: usize,
+    num_classes: usize,
+    synthetic: Option<usize>,
+) -> (u64, String) {
+    loader_bytes(1, batch, image, num_classes, synthetic)
+}
+
+fn loader_bytes(
+    value_bytes: u64,
+    batch: usize,
+    image: usize,
+    num_classes: usize,
+    synthetic: Option<usize>,
+) -> (u64, String) {
     let (b, s, k) = (batch as u64, image as u64, num_classes as u64);
-    let input = runner::bytes(&[b, 3, s, s, 4]);
+    let input = runner::bytes(&[b, 3, s, s, value_bytes]);
     let mut counted = format!(
-        "input {batch} x 3 x {image} x {image} fp32 ({} batches in the loader)",
+        "input {batch} x 3 x {image} x {image} {} ({} batches in the loader)",
+        if value_bytes == 1 { "uint8" } else { "fp32" },
         PREFETCH + 1
     );
     let synthetic_bytes = match synthetic {

@@ -1,6 +1,7 @@
 //! Image classification datasets: embedded synthetic data, ImageNet-layout image folders and
 //! CIFAR-10 binary batches, each a [`Dataset`] for the parallel [`crate::Loader`].
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -8,8 +9,8 @@ use modelzoo_engine::rng::SplitMix64;
 
 use crate::loader::{Dataset, Sample, SampleError};
 use crate::transforms::{
-    normalize_chw, random_resized_crop, resize_center_crop, CIFAR_MEAN, CIFAR_STD, IMAGENET_MEAN,
-    IMAGENET_STD,
+    dct_reduction, decode, flip_horizontal, jpeg_size, resize_center_crop, resized_crop,
+    train_draws, Normalize, RgbPixels,
 };
 
 /// A dataset directory that cannot be used, with what to do about it.
@@ -143,12 +144,24 @@ impl Dataset for Synthetic {
 // ---------------------------------------------------------------------------------------------
 // ImageFolder
 
-/// `root/<class>/<image>` files (ImageNet layout), with torchvision's train / val transforms.
+/// `root/<class>/<image>` files (ImageNet layout), with torchvision's train transforms
+/// (`RandomResizedCrop(size)`, `RandomHorizontalFlip()`) or val transforms
+/// (`Resize(size * 256 / 224)`, `CenterCrop(size)`), then ImageNet's `Normalize` — on the
+/// host for [`Dataset::load`], on the device for [`Dataset::load_u8`]'s pixels.
 pub struct ImageFolder {
     files: Vec<(PathBuf, i64)>,
     classes: Vec<String>,
     split: Split,
     size: usize,
+    dct_scaling: bool,
+}
+
+/// The largest decoded-image buffer a loader thread keeps between files (4096 × 4096 RGB).
+const KEEP_DECODED_BYTES: usize = 48 << 20;
+
+thread_local! {
+    /// Each loader thread's decoded image, reused from one file to the next.
+    static DECODED: RefCell<RgbPixels> = RefCell::new(RgbPixels::default());
 }
 
 fn is_image(p: &Path) -> bool {
@@ -205,7 +218,16 @@ impl ImageFolder {
             classes,
             split,
             size,
+            dct_scaling: true,
         })
+    }
+
+    /// Whether a training crop at least twice the output size is decoded reduced in the DCT
+    /// (libjpeg-turbo's 1/2, 1/4, 1/8 scaling; see `transforms::dct_reduction`): on by
+    /// default; off, every image is decoded at full size as torchvision does.
+    pub fn with_dct_scaling(mut self, on: bool) -> ImageFolder {
+        self.dct_scaling = on;
+        self
     }
 
     /// Class names (directory names) in label order.
@@ -222,33 +244,90 @@ impl Dataset for ImageFolder {
         [3, self.size, self.size]
     }
     fn load(&self, index: usize, rng: &mut SplitMix64) -> Result<Sample, SampleError> {
+        float_sample(self, index, rng)
+    }
+    fn normalization(&self) -> Option<Normalize> {
+        Some(Normalize::IMAGENET)
+    }
+    fn load_u8(
+        &self,
+        index: usize,
+        rng: &mut SplitMix64,
+        out: &mut [u8],
+    ) -> Result<i64, SampleError> {
         let (path, label) = &self.files[index];
         let err = |reason: String| SampleError {
             index,
             source_name: path.display().to_string(),
             reason,
         };
-        let img = image::open(path)
-            .map_err(|e| err(format!("cannot decode: {e}")))?
-            .to_rgb8();
-        if img.width() == 0 || img.height() == 0 {
-            return Err(err("empty image".into()));
+        let size = self.size as u32;
+        if out.len() != self.size * self.size * 3 {
+            return Err(err(format!(
+                "output slot of {} bytes, expected {size}x{size}x3",
+                out.len()
+            )));
         }
-        let out = match self.split {
-            Split::Train => {
-                let mut out = random_resized_crop(&img, self.size, rng);
-                if rng.next_f64() < 0.5 {
-                    image::imageops::flip_horizontal_in_place(&mut out);
+        let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        DECODED
+            .with(|cell| {
+                let mut px = cell.borrow_mut();
+                match self.split {
+                    Split::Train => {
+                        // A JPEG header gives the size, so the crop is known before decoding
+                        // and a large one can be decoded reduced.
+                        let (crop, flip, reduce) = match jpeg_size(&bytes) {
+                            Some((w, h)) => {
+                                let (crop, flip) = train_draws(w, h, rng);
+                                let reduce = if self.dct_scaling {
+                                    dct_reduction(crop, size)
+                                } else {
+                                    1
+                                };
+                                decode(&bytes, reduce, &mut px)?;
+                                (crop, flip, reduce)
+                            }
+                            None => {
+                                decode(&bytes, 1, &mut px)?;
+                                let (crop, flip) = train_draws(px.width, px.height, rng);
+                                (crop, flip, 1)
+                            }
+                        };
+                        resized_crop(&px, crop, reduce, size, out)?;
+                        if flip {
+                            flip_horizontal(out, self.size);
+                        }
+                    }
+                    Split::Val => {
+                        decode(&bytes, 1, &mut px)?;
+                        resize_center_crop(&px, size, out)?;
+                    }
                 }
-                out
-            }
-            Split::Val => resize_center_crop(&img, self.size),
-        };
-        Ok(Sample {
-            pixels: normalize_chw(&out, IMAGENET_MEAN, IMAGENET_STD),
-            label: *label,
-        })
+                // A huge image's buffer is not kept for the next (ImageNet-sized) one.
+                if px.data.capacity() > KEEP_DECODED_BYTES {
+                    *px = RgbPixels::default();
+                }
+                Ok(*label)
+            })
+            .map_err(err)
     }
+}
+
+/// A dataset's float sample from its uint8 pixels ([`Dataset::load_u8`] normalised on the host
+/// with [`Dataset::normalization`], CHW).
+fn float_sample<D: Dataset + ?Sized>(
+    data: &D,
+    index: usize,
+    rng: &mut SplitMix64,
+) -> Result<Sample, SampleError> {
+    let [c, h, w] = data.sample_shape();
+    let mut hwc = vec![0u8; c * h * w];
+    let label = data.load_u8(index, rng, &mut hwc)?;
+    let mut pixels = vec![0f32; c * h * w];
+    data.normalization()
+        .unwrap_or(Normalize::IMAGENET)
+        .hwc_to_chw(&hwc, &mut pixels);
+    Ok(Sample { pixels, label })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -326,6 +405,24 @@ impl Dataset for Cifar10 {
         [3, 32, 32]
     }
     fn load(&self, index: usize, rng: &mut SplitMix64) -> Result<Sample, SampleError> {
+        float_sample(self, index, rng)
+    }
+    fn normalization(&self) -> Option<Normalize> {
+        Some(Normalize::CIFAR)
+    }
+    fn load_u8(
+        &self,
+        index: usize,
+        rng: &mut SplitMix64,
+        out: &mut [u8],
+    ) -> Result<i64, SampleError> {
+        if out.len() != 3072 {
+            return Err(SampleError {
+                index,
+                source_name: format!("CIFAR-10 record {index}"),
+                reason: format!("output slot of {} bytes, expected 32x32x3", out.len()),
+            });
+        }
         let rec = &self.records[index * CIFAR_RECORD..(index + 1) * CIFAR_RECORD];
         let px = &rec[1..];
         let (dx, dy, flip) = match self.split {
@@ -336,25 +433,22 @@ impl Dataset for Cifar10 {
             ),
             Split::Val => (0, 0, false),
         };
-        let mut pixels = vec![0f32; 3072];
-        for c in 0..3 {
-            for y in 0..32i64 {
-                for x in 0..32i64 {
-                    let sx = if flip { 31 - x } else { x } + dx;
-                    let sy = y + dy;
-                    let v = if (0..32).contains(&sx) && (0..32).contains(&sy) {
-                        px[c * 1024 + (sy * 32 + sx) as usize] as f32 / 255.0
+        for y in 0..32i64 {
+            for x in 0..32i64 {
+                let sx = if flip { 31 - x } else { x } + dx;
+                let sy = y + dy;
+                let inside = (0..32).contains(&sx) && (0..32).contains(&sy);
+                for c in 0..3usize {
+                    // torchvision RandomCrop(padding=4) pads the raw image with black.
+                    out[(y * 32 + x) as usize * 3 + c] = if inside {
+                        px[c * 1024 + (sy * 32 + sx) as usize]
                     } else {
-                        0.0 // torchvision RandomCrop(padding=4) pads the raw image with black
+                        0
                     };
-                    pixels[c * 1024 + (y * 32 + x) as usize] = (v - CIFAR_MEAN[c]) / CIFAR_STD[c];
                 }
             }
         }
-        Ok(Sample {
-            pixels,
-            label: rec[0] as i64,
-        })
+        Ok(rec[0] as i64)
     }
 }
 

@@ -10,9 +10,13 @@ pub mod recipe;
 pub mod transforms;
 
 pub use classify::{
-    classification_eval, loader_host_bytes, train_val_loaders, ImageData, PREFETCH,
+    classification_eval, loader_host_bytes, loader_host_bytes_u8, train_val_loaders, ImageData,
+    PREFETCH,
 };
 pub use datasets::{
     train_and_val, Cifar10, DataError, ImageFolder, SharedDataset, Split, Synthetic,
 };
-pub use loader::{Batches, Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError};
+pub use loader::{
+    BatchPixels, Batches, Dataset, ImageBatch, Loader, LoaderOptions, Sample, SampleError,
+};
+pub use transforms::{DeviceNormalizer, Normalize};

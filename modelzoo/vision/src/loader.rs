@@ -4,6 +4,13 @@
 //!
 //! A sample that fails to load (a corrupt image, say) is skipped and counted — never a crash
 //! mid-epoch; the loader reports the count.
+//!
+//! Batches are float `[n, c, h, w]`, normalised on the loader threads ([`BatchPixels`]), unless
+//! the loader is set otherwise ([`Loader::pixels`]) for a dataset that has 8-bit pixels: float
+//! with channels-last strides (written in NHWC order, for a channels-last model: no reorder
+//! after), or uint8 `[n, h, w, c]` (a quarter of the bytes to copy to a device, normalised
+//! there by the model: [`crate::transforms::DeviceNormalizer`]). Either way each sample is
+//! written straight into its slot of the batch tensor.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -11,7 +18,9 @@ use std::sync::{Arc, Mutex};
 
 use modelzoo_engine::rng::SplitMix64;
 use modelzoo_engine::{BatchError, BatchSource};
-use tch::Tensor;
+use tch::{Device, Tensor};
+
+use crate::transforms::Normalize;
 
 /// One decoded, augmented sample: CHW float pixels and a class label.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,9 +52,45 @@ pub trait Dataset: Send + Sync {
     /// Load sample `index`; random augmentation must draw only from `rng` so that a run is
     /// reproducible (and resumable) from its seed.
     fn load(&self, index: usize, rng: &mut SplitMix64) -> Result<Sample, SampleError>;
+    /// The normalisation that makes [`Dataset::load`]'s floats from [`Dataset::load_u8`]'s
+    /// pixels; `None` (the default) for a dataset with float samples only.
+    fn normalization(&self) -> Option<Normalize> {
+        None
+    }
+    /// Sample `index` as 8-bit HWC pixels written into `out` (`c * h * w` bytes), and its
+    /// label: the image [`Dataset::load`] gives before normalisation, from the same draws of
+    /// `rng`. Only called when [`Dataset::normalization`] is `Some`.
+    fn load_u8(
+        &self,
+        index: usize,
+        _rng: &mut SplitMix64,
+        _out: &mut [u8],
+    ) -> Result<i64, SampleError> {
+        Err(SampleError {
+            index,
+            source_name: "this dataset".into(),
+            reason: "it has no 8-bit pixels (Dataset::normalization is None)".into(),
+        })
+    }
 }
 
-/// A batch: `images` `[n, c, h, w]` float, `labels` `[n]` int64, both on the CPU.
+/// What a loader's batches hold (see [`Loader::pixels`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BatchPixels {
+    /// float `[n, c, h, w]`, normalised, contiguous (NCHW memory): every dataset.
+    #[default]
+    Float,
+    /// float `[n, c, h, w]`, normalised, with channels-last strides (NHWC memory, as a
+    /// channels-last model wants it): datasets with 8-bit pixels.
+    FloatChannelsLast,
+    /// uint8 `[n, h, w, c]` pixels, for the model to normalise (on its device) with
+    /// [`Loader::normalization`]: datasets with 8-bit pixels.
+    Uint8,
+}
+
+/// A batch: `labels` `[n]` int64 and `images` as the loader's [`BatchPixels`] say: float
+/// `[n, c, h, w]` (normalised; contiguous or channels-last) or uint8 `[n, h, w, c]` pixels;
+/// both on the CPU.
 #[derive(Debug)]
 pub struct ImageBatch {
     pub images: Tensor,
@@ -106,6 +151,8 @@ pub struct Loader {
     first_skip: Arc<Mutex<Option<String>>>,
     /// (rank, world size): this rank reads every world-th sample of each epoch's order.
     shard: (usize, usize),
+    /// What the batches hold (see [`Loader::pixels`]).
+    pixels: BatchPixels,
 }
 
 impl Loader {
@@ -121,6 +168,32 @@ impl Loader {
             skipped: Arc::new(AtomicU64::new(0)),
             first_skip: Arc::new(Mutex::new(None)),
             shard: (0, 1),
+            pixels: BatchPixels::Float,
+        }
+    }
+
+    /// This loader with batches of `pixels` when its dataset has 8-bit pixels
+    /// ([`Dataset::normalization`]); a float-only dataset (the synthetic set) keeps
+    /// [`BatchPixels::Float`]. [`Loader::batch_pixels`] tells which it got.
+    pub fn pixels(mut self, pixels: BatchPixels) -> Loader {
+        self.pixels = match self.dataset.normalization() {
+            Some(_) => pixels,
+            None => BatchPixels::Float,
+        };
+        self
+    }
+
+    /// What this loader's batches hold.
+    pub fn batch_pixels(&self) -> BatchPixels {
+        self.pixels
+    }
+
+    /// The normalisation the consumer applies to this loader's uint8 batches
+    /// (`DeviceNormalizer`); `None` when its batches are float, normalised already.
+    pub fn normalization(&self) -> Option<Normalize> {
+        match self.pixels {
+            BatchPixels::Uint8 => self.dataset.normalization(),
+            _ => None,
         }
     }
 
@@ -194,6 +267,7 @@ impl Loader {
             epoch,
             skipped: Arc::clone(&self.skipped),
             first_skip: Arc::clone(&self.first_skip),
+            pixels: self.pixels,
         });
         let workers = self.opts.num_workers;
         let mut receivers = Vec::new();
@@ -238,6 +312,32 @@ struct BatchJob {
     epoch: u64,
     skipped: Arc<AtomicU64>,
     first_skip: Arc<Mutex<Option<String>>>,
+    pixels: BatchPixels,
+}
+
+/// A CPU tensor of `shape` and element `T` that `f` fills in place, narrowed to the first
+/// `f(..)` entries of its first dimension (the samples `f` says it wrote): how the loader
+/// collates without a copy. Zeroed from Rust (`Tensor::zeros` would run libtorch's fill, and
+/// with it an OpenMP pool, on the loader thread).
+pub fn filled_batch<T: tch::kind::Element>(
+    shape: [i64; 4],
+    f: impl FnOnce(&mut [T]) -> usize,
+) -> Tensor {
+    let t = Tensor::empty(shape, (T::KIND, Device::Cpu));
+    let len = shape.iter().product::<i64>().max(0) as usize;
+    let ptr = t.data_ptr() as *mut T;
+    let filled = if len == 0 || ptr.is_null() {
+        f(&mut [])
+    } else {
+        // SAFETY: `t` was just allocated here for `len` elements of `T` (its kind), contiguous
+        // and aligned, and nothing else references it while the slice lives (it ends with `f`);
+        // all-zero bytes are a valid `T` (uint8 0, float 0.0), written before the slice is made.
+        unsafe {
+            std::ptr::write_bytes(ptr, 0, len);
+            f(std::slice::from_raw_parts_mut(ptr, len))
+        }
+    };
+    t.narrow(0, 0, filled as i64)
 }
 
 impl BatchJob {
@@ -249,19 +349,29 @@ impl BatchJob {
         }
     }
 
+    /// The rng of sample `i` this epoch: one seed per (run seed, epoch, sample).
+    fn rng(&self, i: usize) -> SplitMix64 {
+        SplitMix64::new(
+            self.seed
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(self.epoch.wrapping_mul(1_000_003))
+                .wrapping_add(i as u64),
+        )
+    }
+
     fn build(&self, b: usize) -> ImageBatch {
+        match self.pixels {
+            BatchPixels::Float => {}
+            BatchPixels::Uint8 => return self.build_uint8(b),
+            BatchPixels::FloatChannelsLast => return self.build_channels_last(b),
+        }
         let start = b * self.batch_size;
         let end = (start + self.batch_size).min(self.order.len());
         let [c, h, w] = self.dataset.sample_shape();
         let mut pixels = Vec::with_capacity((end - start) * c * h * w);
         let mut labels = Vec::with_capacity(end - start);
         for &i in &self.order[start..end] {
-            let mut rng = SplitMix64::new(
-                self.seed
-                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                    .wrapping_add(self.epoch.wrapping_mul(1_000_003))
-                    .wrapping_add(i as u64),
-            );
+            let mut rng = self.rng(i);
             match self.dataset.load(i, &mut rng) {
                 Ok(s) if s.pixels.len() == c * h * w => {
                     pixels.extend_from_slice(&s.pixels);
@@ -279,6 +389,83 @@ impl BatchJob {
         ImageBatch {
             images: Tensor::from_slice(&pixels).view([n, c as i64, h as i64, w as i64]),
             labels: Tensor::from_slice(&labels),
+        }
+    }
+
+    /// A uint8 batch `[n, h, w, c]`: each sample decoded and transformed straight into its slot
+    /// (a sample that fails leaves its slot to the next one).
+    fn build_uint8(&self, b: usize) -> ImageBatch {
+        let (start, end) = self.range(b);
+        let [c, h, w] = self.dataset.sample_shape();
+        let slot = c * h * w;
+        let mut labels = Vec::with_capacity(end - start);
+        let shape = [(end - start) as i64, h as i64, w as i64, c as i64];
+        let images = filled_batch::<u8>(shape, |bytes| {
+            for &i in &self.order[start..end] {
+                let n = labels.len();
+                self.load_u8(i, &mut bytes[n * slot..(n + 1) * slot], &mut labels);
+            }
+            labels.len()
+        });
+        ImageBatch {
+            images,
+            labels: Tensor::from_slice(&labels),
+        }
+    }
+
+    /// A float batch `[n, c, h, w]` in NHWC memory: each sample's pixels normalised straight
+    /// into its slot.
+    fn build_channels_last(&self, b: usize) -> ImageBatch {
+        let (start, end) = self.range(b);
+        let [c, h, w] = self.dataset.sample_shape();
+        let slot = c * h * w;
+        let lut = self
+            .dataset
+            .normalization()
+            .unwrap_or(Normalize::IMAGENET)
+            .lut();
+        let mut labels = Vec::with_capacity(end - start);
+        let mut pixels = vec![0u8; slot];
+        let shape = [(end - start) as i64, h as i64, w as i64, c as i64];
+        let images = filled_batch::<f32>(shape, |values| {
+            for &i in &self.order[start..end] {
+                let n = labels.len();
+                if self.load_u8(i, &mut pixels, &mut labels) {
+                    // 3 channels: `Normalize` has three.
+                    let out = &mut values[n * slot..(n + 1) * slot];
+                    for (px, o) in pixels.chunks_exact(3).zip(out.chunks_exact_mut(3)) {
+                        o[0] = lut[0][px[0] as usize];
+                        o[1] = lut[1][px[1] as usize];
+                        o[2] = lut[2][px[2] as usize];
+                    }
+                }
+            }
+            labels.len()
+        });
+        ImageBatch {
+            images: images.permute([0, 3, 1, 2]),
+            labels: Tensor::from_slice(&labels),
+        }
+    }
+
+    /// The positions in the epoch's order of batch `b`'s samples.
+    fn range(&self, b: usize) -> (usize, usize) {
+        let start = b * self.batch_size;
+        (start, (start + self.batch_size).min(self.order.len()))
+    }
+
+    /// Sample `i`'s pixels into `out` and its label onto `labels`, or skipped and counted.
+    fn load_u8(&self, i: usize, out: &mut [u8], labels: &mut Vec<i64>) -> bool {
+        let mut rng = self.rng(i);
+        match self.dataset.load_u8(i, &mut rng, out) {
+            Ok(label) => {
+                labels.push(label);
+                true
+            }
+            Err(e) => {
+                self.skip(e.to_string());
+                false
+            }
         }
     }
 }
