@@ -41,12 +41,11 @@ enum Edit {
 fn edit() -> impl Strategy<Value = Edit> {
     let at = any::<usize>();
     prop_oneof![
-        (at.clone(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
-        (at.clone(), proptest::collection::vec(any::<u8>(), 1..12))
-            .prop_map(|(i, v)| Edit::Insert(i, v)),
-        (at.clone(), 1usize..64).prop_map(|(i, n)| Edit::Delete(i, n)),
-        (at.clone(), 1usize..64).prop_map(|(i, n)| Edit::Duplicate(i, n)),
-        (at.clone(), any::<usize>(), 1usize..128).prop_map(|(i, j, n)| Edit::Splice(i, j, n)),
+        (at, any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
+        (at, proptest::collection::vec(any::<u8>(), 1..12)).prop_map(|(i, v)| Edit::Insert(i, v)),
+        (at, 1usize..64).prop_map(|(i, n)| Edit::Delete(i, n)),
+        (at, 1usize..64).prop_map(|(i, n)| Edit::Duplicate(i, n)),
+        (at, any::<usize>(), 1usize..128).prop_map(|(i, j, n)| Edit::Splice(i, j, n)),
         at.prop_map(Edit::Truncate),
     ]
 }

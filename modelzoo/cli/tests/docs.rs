@@ -74,8 +74,8 @@ fn parse(markdown: &str) -> Result<Vec<Item>, String> {
             }
             if let Some(cmd) = marker.strip_prefix("run ") {
                 items.push(Item::Hand(cmd.trim().to_string()));
-            } else if marker.starts_with("skip") {
-                let reason = marker["skip".len()..].trim();
+            } else if let Some(reason) = marker.strip_prefix("skip") {
+                let reason = reason.trim();
                 if !(reason.starts_with('(') && reason.ends_with(')') && reason.len() > 2) {
                     return Err(format!(
                         "line {}: `{marker}`: say why in parentheses, `skip (needs a card)`",
