@@ -65,8 +65,8 @@ step "run_gpt: tiny GPT on the built-in corpus (cpu), then text from its checkpo
     --prompt "The river" --seed 1
 
 # The zoo's models (modelzoo/scaffold/templates holds templates with placeholders, not models).
-step "modelzoo validate modelzoo/{resnet,vit,gpt,llama}"
-"$bin/modelzoo" validate modelzoo/resnet modelzoo/vit modelzoo/gpt modelzoo/llama
+step "modelzoo validate modelzoo/{resnet,vit,gpt,llama,bert}"
+"$bin/modelzoo" validate modelzoo/resnet modelzoo/vit modelzoo/gpt modelzoo/llama modelzoo/bert
 
 step "modelzoo --help"
 "$bin/modelzoo" --help

@@ -11,7 +11,7 @@
 #
 # On the lent machine (from this repo's root, after `make build` here): strip the binaries into an
 # ignored folder (unstripped they are over the device tool's 64 MiB carry limit), carry it, run
-#     mkdir -p out/gpu-bin && for b in run_resnet run_gpt run_vit run_llama modelzoo modelzoo-env; do
+#     mkdir -p out/gpu-bin && for b in run_resnet run_gpt run_vit run_llama run_bert modelzoo modelzoo-env; do
 #         strip -o out/gpu-bin/$b target/release/$b; done          # here
 #     bash scripts/gpu-check.sh --bin-dir out/gpu-bin --only ID,... --out $OUT/gpu-check.md   # there
 # The whole list takes longer than one device command may run: split it with --only. Each row is
@@ -25,7 +25,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bench="$root/scripts/bench"
 
-checks=(device resnet50-bs64 resnet50-bs256 resnet50-bs256-channels-last gpt345m-bf16 vit-b16-amp llama-1b-bf16 ddp-nccl-1gpu compare-cuda-cpu)
+checks=(device resnet50-bs64 resnet50-bs256 resnet50-bs256-channels-last gpt345m-bf16 vit-b16-amp llama-1b-bf16 bert-base-bf16 ddp-nccl-1gpu compare-cuda-cpu)
 declare -A what=(
     [device]="open cuda:0 through the carried binaries (libtorch_cuda dlopen'ed at run time), \`modelzoo env\` device rows and memory (cudaMemGetInfo)"
     [resnet50-bs64]="run_resnet resnet50 bs 64 at 224 px, fp32 and AMP (fp16 autocast + loss scaling), compute only (--fixed_batch, one batch kept on the GPU): img/s vs PyTorch eager torchvision with the same settings"
@@ -34,6 +34,7 @@ declare -A what=(
     [gpt345m-bf16]="run_gpt gpt_345m_single_card.yaml, bf16 autocast, batch 8 x seq 1024: tokens/s and MFU vs PyTorch eager (scripts/bench/lm_e2e.py, same model and recipe)"
     [vit-b16-amp]="run_vit vit_b_16 bs 64 at 224 px, AMP (fp16 autocast + loss scaling): img/s vs torchvision's ViT in PyTorch eager (scripts/bench/vit_bench.sh; needs torchvision in that python)"
     [llama-1b-bf16]="run_llama llama_1.1b_single_card.yaml, bf16 autocast, batch 4 x seq 1024: tokens/s vs transformers' LlamaForCausalLM in PyTorch eager (scripts/bench/llama_bench.sh; needs transformers in that python)"
+    [bert-base-bf16]="run_bert bert_base pretraining (masked-LM + next-sentence, LAMB), vocab 30522, bf16 autocast, batch 32 x seq 128: tokens/s vs transformers' BertForPreTraining in PyTorch eager (scripts/bench/bert_bench.sh; needs transformers in that python)"
     [ddp-nccl-1gpu]="run_resnet resnet50 bs 64 AMP as a 1-process data-parallel job (torchrun's environment: ProcessGroupNCCL from the NCCL shim embedded in run_resnet, + Reducer) vs no DDP: overhead, target < 3%"
     [compare-cuda-cpu]="run_resnet resnet18 at 32 px, 30 steps, same seed on cuda and on cpu; \`modelzoo compare\` of the two logs (1% rule)"
 )
@@ -71,7 +72,7 @@ done
 # torchvision for the ResNet reference: the GPU image has it; here scripts/bench/step_bench.sh
 # installs it into target/bench-py.
 [[ -d $root/target/bench-py/torchvision ]] && export PYTHONPATH="$root/target/bench-py${PYTHONPATH:+:$PYTHONPATH}"
-RR="$bin_dir/run_resnet" RG="$bin_dir/run_gpt" RV="$bin_dir/run_vit" RL="$bin_dir/run_llama" MZ="$bin_dir/modelzoo"
+RR="$bin_dir/run_resnet" RG="$bin_dir/run_gpt" RV="$bin_dir/run_vit" RL="$bin_dir/run_llama" RB="$bin_dir/run_bert" MZ="$bin_dir/modelzoo"
 work="${GPU_CHECK_WORK:-}"
 if ((dry)); then work="${work:-WORK}"; else work="${work:-$(mktemp -d)}"; mkdir -p "$work" || die "cannot create the work dir $work"; fi
 
@@ -79,11 +80,13 @@ if ((dry)); then work="${work:-WORK}"; else work="${work:-$(mktemp -d)}"; mkdir 
 dev=cuda r50="resnet50" bs_small=64 bs_big=256 steps=13 warmup=3
 gpt_cfg="$root/modelzoo/gpt/configs/gpt_345m_single_card.yaml" gpt_batch=8 gpt_seq=1024
 vit_env="" vit_args="vit_b_16 64 10 --device cuda --autocast" llama_env="BATCH=4 SEQ=1024 STEPS=13 SKIP=3" llama_case=1b
+bert_env="BATCH=32 SEQ=128 STEPS=23 SKIP=3" bert_case=base
 if ((smoke)); then
     dev=cpu r50="resnet18 --image_size 32" bs_small=8 bs_big=16 steps=5 rounds=1
     gpt_cfg="$root/modelzoo/gpt/configs/gpt_tiny.yaml" gpt_batch=4 gpt_seq=64
     vit_env="IMAGE_SIZE=32 NUM_CLASSES=10" vit_args="vit_tiny 8 3 --device cpu --autocast"
     llama_env="BATCH=2 SEQ=32 STEPS=4 SKIP=1" llama_case=tiny
+    bert_env="BATCH=2 SEQ=32 STEPS=4 SKIP=1" bert_case=tiny
 fi
 
 # The commands, one builder each: --dry-run prints them, a run evaluates them.
@@ -109,6 +112,9 @@ cmd_vit() {
 }
 cmd_llama() {
     echo "ROUNDS=$((rounds < 3 ? 3 : rounds)) PYTHON=$py RUN_LLAMA=$RL DEVICE=$dev AMP=bf16 $llama_env $bench/llama_bench.sh $llama_case"
+}
+cmd_bert() {
+    echo "ROUNDS=$((rounds < 3 ? 3 : rounds)) PYTHON=$py RUN_BERT=$RB DEVICE=$dev AMP=bf16 $bert_env $bench/bert_bench.sh $bert_case"
 }
 cmd_gpt_ref() {
     echo "$py $bench/lm_e2e.py run gpt $gpt_cfg --batch $gpt_batch --seq $gpt_seq --steps $steps --skip $warmup --device $dev --amp bf16"
@@ -144,6 +150,7 @@ if ((dry)); then
             gpt345m-bf16) echo "  A: $(cmd_gpt "$work/gpt")"; echo "  B: $(cmd_gpt_ref)" ;;
             vit-b16-amp) echo "  $(cmd_vit)" ;;
             llama-1b-bf16) echo "  $(cmd_llama)" ;;
+            bert-base-bf16) echo "  $(cmd_bert)" ;;
             ddp-nccl-1gpu)
                 echo "  A: $(cmd_resnet "$work/plain" "$dev" "$r50" "$bs_small" "$steps" --autocast)"
                 echo "  B: $(cmd_ddp1 "$work/ddp" 29601)" ;;
@@ -156,8 +163,8 @@ if ((dry)); then
     exit 0
 fi
 
-for b in "$RR" "$RG" "$RV" "$RL" "$MZ" "$bin_dir/modelzoo-env"; do
-    [[ -x $b ]] || die "$b missing: run 'make build' here and carry run_resnet, run_gpt, run_vit, run_llama, modelzoo and modelzoo-env (see --help)"
+for b in "$RR" "$RG" "$RV" "$RL" "$RB" "$MZ" "$bin_dir/modelzoo-env"; do
+    [[ -x $b ]] || die "$b missing: run 'make build' here and carry run_resnet, run_gpt, run_vit, run_llama, run_bert, modelzoo and modelzoo-env (see --help)"
 done
 torch_lib="$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)" \
     || die "$py cannot import torch; set TORCH_PYTHON to the python of torch 2.11.0"
@@ -293,6 +300,7 @@ for id in "${selected[@]}"; do
         gpt345m-bf16) check_gpt ;;
         vit-b16-amp) check_side_by_side "$id" "$(cmd_vit)" ;;
         llama-1b-bf16) check_side_by_side "$id" "$(cmd_llama)" ;;
+        bert-base-bf16) check_side_by_side "$id" "$(cmd_bert)" ;;
         ddp-nccl-1gpu) check_ddp ;;
         compare-cuda-cpu) check_compare ;;
     esac

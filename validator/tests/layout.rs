@@ -645,8 +645,16 @@ fn this_repositorys_model_crates_are_clean() {
     let mut v = Validator::new(&Options {
         model_yaml: Some(repo.join("model_config/model.yaml")),
     })
-    .unwrap();
-    for model in ["modelzoo/resnet", "modelzoo/gpt"] {
+    .unwrap()
+    .with_review(true);
+    for model in [
+        "modelzoo/resnet",
+        "modelzoo/vit",
+        "modelzoo/gpt",
+        "modelzoo/llama",
+        "modelzoo/bert",
+        "modelzoo/pytorch/Classification/ResNet20",
+    ] {
         let r = v.check_dir(&repo.join(model)).unwrap();
         assert!(r.findings.is_empty(), "{model}: {:?}", r.findings);
     }

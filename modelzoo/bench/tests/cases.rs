@@ -139,7 +139,7 @@ fn bad_input_is_refused_before_anything_runs() {
     for (key, says) in [
         (
             "vit:rust-tch:cpu:1:1:1",
-            "unknown model `vit`; known: gpt, resnet",
+            "unknown model `vit`; known: bert, gpt, resnet",
         ),
         (
             "resnet:pytorch:cpu:1:1:1",
@@ -214,6 +214,7 @@ fn every_shipped_vendor_config_resolves() {
             }
         }
     }
-    // cpu 1x1 1x2 1x8 2x8 (+2x1 resnet), A100 / H100 / sdaa 1x1 1x8 2x8, for resnet and gpt.
-    assert_eq!(seen, 2 * (4 + 9) + 1);
+    // cpu 1x1 1x2 1x8 2x8 (+2x1 resnet), A100 / H100 / sdaa 1x1 1x8 2x8, for resnet, gpt
+    // and bert.
+    assert_eq!(seen, 3 * (4 + 9) + 1);
 }

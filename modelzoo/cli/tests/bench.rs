@@ -48,8 +48,8 @@ fn bad_input_exits_2_and_runs_nothing() {
         ),
         (vec!["--cases", "resnet:rust-tch:cpu:1:-1:1"], "nproc -1"),
         (
-            vec!["--cases", "bert:rust-tch:cpu:1:1:1"],
-            "unknown model `bert`",
+            vec!["--cases", "t5:rust-tch:cpu:1:1:1"],
+            "unknown model `t5`",
         ),
         (
             vec!["--cases", "resnet:rust-tch:MI300:1:1:1"],
@@ -126,7 +126,8 @@ fn dry_run_commands_are_shell_quoted() {
     };
     assert_eq!(after("--dataset_path"), data, "{line}");
     assert!(
-        after("--output_dir").starts_with(&work) && after("--output_dir").ends_with("round1/output"),
+        after("--output_dir").starts_with(&work)
+            && after("--output_dir").ends_with("round1/output"),
         "{line}"
     );
     assert!(!work.exists(), "a dry run creates nothing");

@@ -463,6 +463,13 @@ fn run_gpt_md_trains_and_generates() {
     run_page(&root().join("docs/run_gpt.md"));
 }
 
+/// docs/run_bert.md: bert_tiny pretraining, classification fine-tuning from it, SQuAD, the
+/// emulator, a refused run.
+#[test]
+fn run_bert_md_pretrains_and_fine_tunes() {
+    run_page(&root().join("docs/run_bert.md"));
+}
+
 /// docs/run_resnet.md: synthetic images, then a folder of generated JPEG files.
 #[test]
 fn run_resnet_md_trains_on_synthetic_and_jpeg_images() {

@@ -22,10 +22,10 @@ mod settings;
 pub mod state_dict;
 
 pub use data::{BatchError, BatchSource};
-/// A value of a run's log record (what [`app::Recipe::facts`] returns).
-pub use dllogger::Value as LogValue;
 pub use device::TrainDevice;
 pub use dist::{DataParallel, WorldInfo};
+/// A value of a run's log record (what [`app::Recipe::facts`] returns).
+pub use dllogger::Value as LogValue;
 pub use dump::{at_least_f32, DumpLevel, DumpSettings, Fp64Device};
 pub use engine::{install_signal_handlers, Engine, FitSummary};
 pub use module::{BasicModule, EvalOutput, MetricSink, StepInfo};

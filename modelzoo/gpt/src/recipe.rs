@@ -52,7 +52,10 @@ impl Recipe for GptRecipe {
         config: &GptConfig,
         _device: device_sdaa::DeviceKind,
     ) -> Vec<(&'static str, modelzoo_engine::LogValue)> {
-        vec![("lr", modelzoo_engine::LogValue::Float(config.optimizer.lr.max_lr))]
+        vec![(
+            "lr",
+            modelzoo_engine::LogValue::Float(config.optimizer.lr.max_lr),
+        )]
     }
 
     fn build(
