@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark: `modelzoo validate --all` over a generated tree of N (default 1000) Python model
 # directories in ModelZoo layout (PyTorch/contrib/<category>/<model>, one model.yaml), built in
-# a temp dir at bench time. Not part of `make test`.
+# a temp dir at bench time. Not part of `make test`. Rounds alternate the default run (layout
+# and review rules) and `--layout-only`, so the review's cost is measured side by side.
 #
 # usage: scripts/bench/validate_bench.sh [N]
 set -euo pipefail
@@ -36,7 +37,10 @@ PY
 echo "machine: $(lscpu | grep 'Model name' | sed 's/ \+/ /g'), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$bin" validate --all "$work/PyTorch/contrib" > /dev/null || true   # warm the page cache
 for run in 1 2 3; do
-    /usr/bin/time -f "run $run: wall %e s  user %U s  sys %S s  max RSS %M KB" \
+    /usr/bin/time -f "run $run, review: wall %e s  user %U s  sys %S s  max RSS %M KB" \
         "$bin" validate --all "$work/PyTorch/contrib" > "$work/out.txt" || true
+    /usr/bin/time -f "run $run, --layout-only: wall %e s  user %U s  sys %S s  max RSS %M KB" \
+        "$bin" validate --layout-only --all "$work/PyTorch/contrib" > "$work/layout.txt" || true
 done
-tail -n 1 "$work/out.txt"
+echo "review: $(tail -n 1 "$work/out.txt")"
+echo "--layout-only: $(tail -n 1 "$work/layout.txt")"
