@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use std::path::PathBuf;
 
+use modelzoo_engine::rng::SplitMix64;
 use modelzoo_engine::{BatchError, BatchSource};
 use tch::Tensor;
 
@@ -92,29 +93,26 @@ pub trait Samples: Send + Sync {
     fn batch(&self, picks: &[(usize, u64)]) -> Result<BertBatch, BatchError>;
 }
 
-/// splitmix64: a small, stable generator for data decisions (same sequence on every platform).
+/// The engine's splitmix64 with a stream mixed into the seed: a small, stable generator for
+/// data decisions (same sequence on every platform).
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     /// A generator for `seed` mixed with `stream` (independent sequences per stream).
     pub fn new(seed: u64, stream: u64) -> Rng {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut r = SplitMix64::new(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
         r.next_u64();
-        r
+        Rng(r)
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.next_f64()
     }
 
     /// Uniform in `[0, n)` (`n > 0`).
