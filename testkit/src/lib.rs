@@ -4,7 +4,7 @@
 //! no `run_<model>` links it.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 pub mod fuzz;
 
@@ -75,6 +75,39 @@ pub fn rank0_losses(stdout: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Rank 0's `train.loss` per logged step of a training command, run with one libtorch thread,
+/// warnings only and outside any launcher's environment; a run that fails panics with its
+/// output.
+pub fn train_losses(cmd: &mut Command) -> Vec<f64> {
+    let o = cmd
+        .env("OMP_NUM_THREADS", "1")
+        .env("RUST_LOG", "warn")
+        .env_remove("WORLD_SIZE")
+        .output()
+        .expect("the training command starts");
+    assert!(o.status.success(), "{}", output_text(&o));
+    rank0_losses(&String::from_utf8_lossy(&o.stdout))
+}
+
+/// Asserts that loss series `b` follows `a` step for step: both `steps` long, each value within
+/// relative `tol` of `a`'s. `names` name the two runs in the message.
+pub fn assert_losses_follow(a: &[f64], b: &[f64], steps: usize, tol: f64, names: [&str; 2]) {
+    let [na, nb] = names;
+    assert_eq!(
+        (a.len(), b.len()),
+        (steps, steps),
+        "{na}: {a:?}\n{nb}: {b:?}"
+    );
+    for (step, (x, y)) in a.iter().zip(b).enumerate() {
+        let rel = (x - y).abs() / x.abs();
+        assert!(
+            rel <= tol,
+            "step {}: {na} {x}, {nb} {y} (rel {rel:e})",
+            step + 1
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +119,18 @@ mod tests {
                       TCAPPDLL 1 Epoch: 0 Iteration: 1  rank : 1  train.loss : 9.0  train.ips : 3\n\
                       TCAPPDLL 1 Epoch: 0 Iteration: 2  rank : 0  train.loss : 2.25\n";
         assert_eq!(rank0_losses(stdout), [2.5, 2.25]);
+    }
+
+    #[test]
+    fn losses_follow_within_the_tolerance_only() {
+        assert_losses_follow(&[2.0, 1.0], &[2.000_01, 1.0], 2, 1e-5, ["a", "b"]);
+        let off = std::panic::catch_unwind(|| {
+            assert_losses_follow(&[2.0, 1.0], &[2.0, 1.001], 2, 1e-5, ["a", "b"])
+        });
+        assert!(off.is_err(), "a step 1e-3 apart must fail");
+        let short =
+            std::panic::catch_unwind(|| assert_losses_follow(&[2.0], &[2.0], 2, 1e-5, ["a", "b"]));
+        assert!(short.is_err(), "a run that logged fewer steps must fail");
     }
 
     #[test]

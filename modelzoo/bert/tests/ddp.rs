@@ -15,38 +15,28 @@
 use std::path::Path;
 use std::process::Command;
 
-use modelzoo_testkit::free_port;
+use modelzoo_testkit::{assert_losses_follow, free_port, train_losses};
 
 const BIN: &str = env!("CARGO_BIN_EXE_run_bert");
 
 /// Rank 0's logged `train.loss` per step.
 fn losses(out: &Path, extra: &[&str]) -> Vec<f64> {
-    let o = Command::new(BIN)
-        .args([
-            "--model_name",
-            "bert_tiny",
-            "--step",
-            "6",
-            "--logging_freq",
-            "1",
-        ])
-        .args(["--max_seq_length", "64", "--dropout", "0", "--lr", "0.01"])
-        .args(["--max_predictions_per_seq", "1"])
-        .args(["-o", "Engine.eval_iters=1"])
-        .args(["--output_dir", &out.display().to_string()])
-        .args(extra)
-        .env("OMP_NUM_THREADS", "1")
-        .env("RUST_LOG", "warn")
-        .env_remove("WORLD_SIZE")
-        .output()
-        .expect("run_bert starts");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    modelzoo_testkit::rank0_losses(&stdout)
+    train_losses(
+        Command::new(BIN)
+            .args([
+                "--model_name",
+                "bert_tiny",
+                "--step",
+                "6",
+                "--logging_freq",
+                "1",
+            ])
+            .args(["--max_seq_length", "64", "--dropout", "0", "--lr", "0.01"])
+            .args(["--max_predictions_per_seq", "1"])
+            .args(["-o", "Engine.eval_iters=1"])
+            .args(["--output_dir", &out.display().to_string()])
+            .args(extra),
+    )
 }
 
 #[test]
@@ -65,16 +55,7 @@ fn two_workers_match_one_worker_with_twice_the_batch() {
             &port,
         ],
     );
-    assert_eq!(one.len(), 6, "{one:?}");
-    assert_eq!(two.len(), 6, "{two:?}");
-    for (step, (a, b)) in one.iter().zip(&two).enumerate() {
-        let rel = (a - b).abs() / a.abs();
-        assert!(
-            rel <= 1e-5,
-            "step {}: 1 worker {a}, 2 workers {b} (rel {rel:e})",
-            step + 1
-        );
-    }
+    assert_losses_follow(&one, &two, 6, 1e-5, ["1 worker", "2 workers"]);
     let meta = dir.path().join("two/checkpoints/bert_config.json");
     assert!(meta.is_file(), "{} missing", meta.display());
 }
@@ -89,15 +70,7 @@ fn accumulating_two_micro_batches_matches_one_batch_of_twice_the_size() {
         &dir.path().join("acc"),
         &["--batch_size", "4", "-o", "Engine.accumulate_steps=2"],
     );
-    assert_eq!((one.len(), acc.len()), (6, 6), "{one:?} {acc:?}");
-    for (step, (a, b)) in one.iter().zip(&acc).enumerate() {
-        let rel = (a - b).abs() / a.abs();
-        assert!(
-            rel <= 1e-5,
-            "step {}: batch 8 {a}, 2 x 4 accumulated {b} (rel {rel:e})",
-            step + 1
-        );
-    }
+    assert_losses_follow(&one, &acc, 6, 1e-5, ["batch 8", "2 x 4 accumulated"]);
     assert!(
         one.iter().any(|l| (l - one[0]).abs() > 1e-3),
         "it trains: {one:?}"

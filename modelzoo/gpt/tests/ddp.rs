@@ -7,7 +7,7 @@
 //! 20 steps stay well inside 1e-5 (seen: ≤ 1e-6), while reading other samples (a sharding
 //! bug) changes the loss by 1e-2 or more.
 
-use modelzoo_testkit::free_port;
+use modelzoo_testkit::{assert_losses_follow, free_port, train_losses};
 use std::path::Path;
 use std::process::Command;
 
@@ -22,22 +22,12 @@ fn tiny() -> String {
 
 /// Rank 0's logged `train.loss` per step.
 fn losses(out: &Path, extra: &[&str]) -> Vec<f64> {
-    let o = Command::new(BIN)
-        .args(["-c", &tiny(), "--step", "20", "-o", "Engine.logging_freq=1"])
-        .args(["--output_dir", &out.display().to_string()])
-        .args(extra)
-        .env("OMP_NUM_THREADS", "1")
-        .env("RUST_LOG", "warn")
-        .env_remove("WORLD_SIZE")
-        .output()
-        .expect("run_gpt starts");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    modelzoo_testkit::rank0_losses(&stdout)
+    train_losses(
+        Command::new(BIN)
+            .args(["-c", &tiny(), "--step", "20", "-o", "Engine.logging_freq=1"])
+            .args(["--output_dir", &out.display().to_string()])
+            .args(extra),
+    )
 }
 
 #[test]
@@ -56,15 +46,6 @@ fn two_workers_match_one_worker_with_twice_the_batch() {
             &port,
         ],
     );
-    assert_eq!(one.len(), 20, "{one:?}");
-    assert_eq!(two.len(), 20, "{two:?}");
-    for (step, (a, b)) in one.iter().zip(&two).enumerate() {
-        let rel = (a - b).abs() / a.abs();
-        assert!(
-            rel <= 1e-5,
-            "step {}: 1 worker {a}, 2 workers {b} (rel {rel:e})",
-            step + 1
-        );
-    }
+    assert_losses_follow(&one, &two, 20, 1e-5, ["1 worker", "2 workers"]);
     assert!(one[19] < one[0] - 1.0, "it trains: {one:?}");
 }

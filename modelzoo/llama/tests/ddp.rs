@@ -9,37 +9,27 @@
 use std::path::Path;
 use std::process::Command;
 
-use modelzoo_testkit::free_port;
+use modelzoo_testkit::{assert_losses_follow, free_port, train_losses};
 
 const BIN: &str = env!("CARGO_BIN_EXE_run_llama");
 
 /// Rank 0's logged `train.loss` per step.
 fn losses(out: &Path, extra: &[&str]) -> Vec<f64> {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/llama_tiny.yaml");
-    let o = Command::new(BIN)
-        .args([
-            "-c",
-            cfg.to_str().unwrap(),
-            "--step",
-            "8",
-            "-o",
-            "Engine.logging_freq=1",
-        ])
-        .args(["-o", "Engine.eval_iters=1"])
-        .args(["--output_dir", &out.display().to_string()])
-        .args(extra)
-        .env("OMP_NUM_THREADS", "1")
-        .env("RUST_LOG", "warn")
-        .env_remove("WORLD_SIZE")
-        .output()
-        .expect("run_llama starts");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    modelzoo_testkit::rank0_losses(&stdout)
+    train_losses(
+        Command::new(BIN)
+            .args([
+                "-c",
+                cfg.to_str().unwrap(),
+                "--step",
+                "8",
+                "-o",
+                "Engine.logging_freq=1",
+            ])
+            .args(["-o", "Engine.eval_iters=1"])
+            .args(["--output_dir", &out.display().to_string()])
+            .args(extra),
+    )
 }
 
 #[test]
@@ -58,16 +48,7 @@ fn two_workers_match_one_worker_with_twice_the_batch() {
             &port,
         ],
     );
-    assert_eq!(one.len(), 8, "{one:?}");
-    assert_eq!(two.len(), 8, "{two:?}");
-    for (step, (a, b)) in one.iter().zip(&two).enumerate() {
-        let rel = (a - b).abs() / a.abs();
-        assert!(
-            rel <= 1e-5,
-            "step {}: 1 worker {a}, 2 workers {b} (rel {rel:e})",
-            step + 1
-        );
-    }
+    assert_losses_follow(&one, &two, 8, 1e-5, ["1 worker", "2 workers"]);
     assert!(one[7] < one[0] - 0.5, "it trains: {one:?}");
     // The main rank alone writes what --generate needs beside the checkpoints (two ranks
     // writing it raced with the main rank's temp-file cleanup).
