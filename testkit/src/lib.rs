@@ -89,6 +89,25 @@ pub fn train_losses(cmd: &mut Command) -> Vec<f64> {
     rank0_losses(&String::from_utf8_lossy(&o.stdout))
 }
 
+/// The records of rank 0's first dumped step (`rank0/step1/records.jsonl` under `dump`) of a
+/// training command run with `--dump <dump>`; a run that fails, or leaves no `meta.json` beside
+/// the records, panics with its output.
+pub fn step1_dump_records(cmd: &mut Command, dump: &Path) -> Vec<serde_json::Value> {
+    let o = cmd
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("the training command starts");
+    assert!(o.status.success(), "{}", output_text(&o));
+    let step = dump.join("rank0/step1");
+    assert!(step.join("meta.json").is_file(), "{}", output_text(&o));
+    let records = std::fs::read_to_string(step.join("records.jsonl"))
+        .unwrap_or_else(|e| panic!("{}: {e}", step.display()));
+    records
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
 /// Asserts that loss series `b` follows `a` step for step: both `steps` long, each value within
 /// relative `tol` of `a`'s. `names` name the two runs in the message.
 pub fn assert_losses_follow(a: &[f64], b: &[f64], steps: usize, tol: f64, names: [&str; 2]) {

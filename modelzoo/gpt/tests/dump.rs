@@ -3,39 +3,27 @@
 //! the fp64 arbiter runs in float64.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
+use modelzoo_testkit::step1_dump_records;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_run_gpt");
 
 fn dump(dir: &Path, name: &str, extra: &[&str]) -> Vec<Value> {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/gpt_tiny.yaml");
-    let out: Output = Command::new(BIN)
-        .arg("-c")
-        .arg(config)
-        .args(["--step", "1"])
-        .arg("--output_dir")
-        .arg(dir.join(format!("{name}_out")))
-        .arg("--dump")
-        .arg(dir.join(name))
-        .args(extra)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run_gpt starts");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let step = dir.join(name).join("rank0/step1");
-    assert!(step.join("meta.json").is_file());
-    std::fs::read_to_string(step.join("records.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    step1_dump_records(
+        Command::new(BIN)
+            .arg("-c")
+            .arg(config)
+            .args(["--step", "1"])
+            .arg("--output_dir")
+            .arg(dir.join(format!("{name}_out")))
+            .arg("--dump")
+            .arg(dir.join(name))
+            .args(extra),
+        &dir.join(name),
+    )
 }
 
 fn s<'a>(r: &'a Value, k: &str) -> &'a str {
