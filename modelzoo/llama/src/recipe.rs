@@ -167,32 +167,14 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
     let tokenizer = Tokenizer::load(tok_path.as_deref()).map_err(RunError::input)?;
     modelzoo_text::lm::check_device(std, &config)?;
     let device = modelzoo_engine::app::open_device(std)?;
-    let ids: Vec<i64> = tokenizer
-        .encode(prompt)
-        .map_err(RunError::input)?
-        .into_iter()
-        .map(i64::from)
-        .collect();
-    if ids.is_empty() {
-        return Err(RunError::input(
-            "--prompt is empty after tokenization; give some text to continue",
-        ));
-    }
-    if let Some(&bad) = ids.iter().find(|&&i| i >= model_cfg.vocab_size) {
-        return Err(RunError::input(format!(
-            "the prompt encodes to id {bad}, outside the model vocabulary ({}): wrong tokenizer for this checkpoint?",
-            model_cfg.vocab_size
-        )));
-    }
-    // Before anything is allocated: a length past the model's positions, or more sequences
-    // than memory holds, is bad input (exit 2), never an abort or the OOM killer.
-    let on_cpu = device.kind() == device_sdaa::DeviceKind::Cpu;
-    modelzoo_text::generate::check_request(
+    // Before anything is allocated: an unusable prompt, a length past the model's positions or
+    // more sequences than memory holds is bad input (exit 2), never an abort or the OOM killer.
+    let ids = modelzoo_text::generate::prompt_ids(
+        &tokenizer,
+        prompt,
         &model_cfg,
         &config.generation,
-        ids.len(),
         &device,
-        on_cpu,
     )
     .map_err(RunError::input)?;
     let seed = modelzoo_text::lm::run_seed(std, &config);

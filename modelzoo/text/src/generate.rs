@@ -6,26 +6,57 @@
 //! yields the CPU's text. `run_gpt` and `run_llama` share this loop; each model only says how
 //! one forward step with its cache runs ([`CausalLm`]).
 
+use device_sdaa::{Device, DeviceKind};
 use modelzoo_engine::runner::{bytes, bytes_sum, host_available, human_bytes};
 use modelzoo_engine::TrainDevice;
 use tch::{Kind, Tensor};
 
 use crate::config::{DecodeStrategy, Generation, ModelSection};
+use crate::Tokenizer;
+
+/// The ids of `prompt` for a `--generate` run, refused before anything is allocated when they
+/// cannot be generated from: an empty prompt, an id outside the model's vocabulary (the wrong
+/// tokenizer for the checkpoint), or a request [`check_request`] refuses.
+pub fn prompt_ids<M: ModelSection>(
+    tokenizer: &Tokenizer,
+    prompt: &str,
+    model: &M,
+    params: &Generation,
+    device: &Device,
+) -> Result<Vec<i64>, Box<dyn std::error::Error + Send + Sync>> {
+    let ids: Vec<i64> = tokenizer
+        .encode(prompt)?
+        .into_iter()
+        .map(i64::from)
+        .collect();
+    if ids.is_empty() {
+        return Err("--prompt is empty after tokenization; give some text to continue".into());
+    }
+    let vocab = model.vocab_size();
+    if let Some(&bad) = ids.iter().find(|&&i| i >= vocab) {
+        return Err(format!(
+            "the prompt encodes to id {bad}, outside the model vocabulary ({vocab}): wrong tokenizer for this checkpoint?"
+        )
+        .into());
+    }
+    check_request(model, params, ids.len(), device)?;
+    Ok(ids)
+}
 
 /// Refuses, before anything is allocated, a generation that cannot run: a prompt plus
 /// `max_dec_len` longer than the model's positions (it would fail after decoding up to
 /// there), or `num_return_sequences` sequences of that length that cannot fit in memory (an
-/// allocation abort or the kernel's OOM killer otherwise). `device` is where the model runs,
-/// `on_cpu` whether that is the host. The memory is a lower bound: fp32 weights (generation
+/// allocation abort or the kernel's OOM killer otherwise). `device` is where the model runs
+/// (on the CPU, the host holds everything). The memory is a lower bound: fp32 weights (generation
 /// runs in the checkpoint's fp32, built on the host first), every sequence's KV cache at full
 /// length, the prompt pass's logits, and on the host each sequence's last logits and tokens.
 pub fn check_request<M: ModelSection>(
     model: &M,
     params: &Generation,
     prompt_len: usize,
-    device: &dyn TrainDevice,
-    on_cpu: bool,
+    device: &Device,
 ) -> Result<(), String> {
+    let on_cpu = device.kind() == DeviceKind::Cpu;
     let max = model.max_position_embeddings().max(0) as u64;
     let p = prompt_len as u64;
     let m = params.max_dec_len as u64;
@@ -65,7 +96,7 @@ pub fn check_request<M: ModelSection>(
         checks.push((need, "host memory".into(), avail, source.to_string()));
     }
     if !on_cpu {
-        if let Some((free, total)) = device.memory_info() {
+        if let Some((free, total)) = TrainDevice::memory_info(device) {
             checks.push((
                 on_device,
                 format!("{} memory", device.label()),
