@@ -21,10 +21,12 @@ step "modelzoo env (SDAA rows come from the emulator, not hardware)"
 "$bin/modelzoo" env
 
 # The same short job on both devices: ResNet-18 on the embedded synthetic set, small images.
-# lr 0.005 keeps the compared loss where the 1% rule means something: at 0.05 the set is
-# memorised within five steps and the rule would weigh the noise of ~0.005 losses.
+# lr 0.001 keeps the compared loss where the 1% rule means something: the loss is still about
+# 1.3 over the last steps. At 0.005 the set is memorised within ten steps (loss ~0.15) and
+# reduction-order noise is amplified to the rule's size (the CPU alone, 1 thread against 2:
+# 0.73%; the emulator: 3.8%); at 0.05 within five.
 job=(--model_name resnet18 --num_classes 10 --image_size 32 --synthetic_samples 512
-     --batch_size 32 --step 24 --logging_freq 1 --lr 0.005 --seed 7)
+     --batch_size 32 --step 24 --logging_freq 1 --lr 0.001 --seed 7)
 
 # The CPU run stands in for the CUDA baseline, so it trains in the layout CUDA and SDAA use
 # (run_resnet's CPU default is nhwc, which follows another trajectory).
