@@ -45,6 +45,8 @@ test: build lint
 	@# The PR functional check on the zoo itself: every model.yaml entry, on the CPU.
 	target/release/modelzoo ci --device cpu --work-dir target/modelzoo-ci \
 		--junit target/modelzoo-ci/junit.xml --md target/modelzoo-ci/summary.md
+	@# README's first command, so that a change that breaks it fails CI.
+	@scripts/demo.sh
 
 bench: build
 	$(CARGO) bench --workspace
