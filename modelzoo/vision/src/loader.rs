@@ -12,9 +12,10 @@
 //! there by the model: [`crate::transforms::DeviceNormalizer`]). Either way each sample is
 //! written straight into its slot of the batch tensor.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use modelzoo_engine::rng::SplitMix64;
 use modelzoo_engine::{BatchError, BatchSource};
@@ -268,9 +269,10 @@ impl Loader {
             skipped: Arc::clone(&self.skipped),
             first_skip: Arc::clone(&self.first_skip),
             pixels: self.pixels,
+            dropped: AtomicBool::new(false),
         });
         let workers = self.opts.num_workers;
-        let mut receivers = Vec::new();
+        let (mut receivers, mut threads) = (Vec::new(), Vec::new());
         for w in 0..workers {
             let (tx, rx) = sync_channel::<(usize, ImageBatch)>(self.opts.prefetch);
             let job = Arc::clone(&job);
@@ -286,7 +288,10 @@ impl Loader {
                     }
                 });
             match spawned {
-                Ok(_) => receivers.push(rx),
+                Ok(thread) => {
+                    receivers.push(rx);
+                    threads.push(thread);
+                }
                 Err(e) => {
                     tracing::warn!("cannot start loader thread ({e}); loading on the main thread");
                     receivers.clear();
@@ -297,6 +302,7 @@ impl Loader {
         Batches {
             job,
             receivers,
+            threads,
             next: skip,
             total,
             skip,
@@ -313,6 +319,8 @@ struct BatchJob {
     skipped: Arc<AtomicU64>,
     first_skip: Arc<Mutex<Option<String>>>,
     pixels: BatchPixels,
+    /// Set when the [`Batches`] are dropped: the workers stop at the next sample.
+    dropped: AtomicBool,
 }
 
 /// A CPU tensor of `shape` and element `T` that `f` fills in place, narrowed to the first
@@ -365,12 +373,11 @@ impl BatchJob {
             BatchPixels::Uint8 => return self.build_uint8(b),
             BatchPixels::FloatChannelsLast => return self.build_channels_last(b),
         }
-        let start = b * self.batch_size;
-        let end = (start + self.batch_size).min(self.order.len());
+        let (start, end) = self.range(b);
         let [c, h, w] = self.dataset.sample_shape();
         let mut pixels = Vec::with_capacity((end - start) * c * h * w);
         let mut labels = Vec::with_capacity(end - start);
-        for &i in &self.order[start..end] {
+        for i in self.samples(b) {
             let mut rng = self.rng(i);
             match self.dataset.load(i, &mut rng) {
                 Ok(s) if s.pixels.len() == c * h * w => {
@@ -401,7 +408,7 @@ impl BatchJob {
         let mut labels = Vec::with_capacity(end - start);
         let shape = [(end - start) as i64, h as i64, w as i64, c as i64];
         let images = filled_batch::<u8>(shape, |bytes| {
-            for &i in &self.order[start..end] {
+            for i in self.samples(b) {
                 let n = labels.len();
                 self.load_u8(i, &mut bytes[n * slot..(n + 1) * slot], &mut labels);
             }
@@ -428,7 +435,7 @@ impl BatchJob {
         let mut pixels = vec![0u8; slot];
         let shape = [(end - start) as i64, h as i64, w as i64, c as i64];
         let images = filled_batch::<f32>(shape, |values| {
-            for &i in &self.order[start..end] {
+            for i in self.samples(b) {
                 let n = labels.len();
                 if self.load_u8(i, &mut pixels, &mut labels) {
                     // 3 channels: `Normalize` has three.
@@ -446,6 +453,15 @@ impl BatchJob {
             images: images.permute([0, 3, 1, 2]),
             labels: Tensor::from_slice(&labels),
         }
+    }
+
+    /// Batch `b`'s samples in order, cut short once the [`Batches`] are dropped.
+    fn samples(&self, b: usize) -> impl Iterator<Item = usize> + '_ {
+        let (start, end) = self.range(b);
+        self.order[start..end]
+            .iter()
+            .copied()
+            .take_while(|_| !self.dropped.load(Ordering::Relaxed))
     }
 
     /// The positions in the epoch's order of batch `b`'s samples.
@@ -474,6 +490,7 @@ impl BatchJob {
 pub struct Batches {
     job: Arc<BatchJob>,
     receivers: Vec<Receiver<(usize, ImageBatch)>>,
+    threads: Vec<JoinHandle<()>>,
     next: usize,
     total: usize,
     skip: usize,
@@ -503,6 +520,21 @@ impl Iterator for Batches {
             return Some(batch);
         }
         None
+    }
+}
+
+/// Dropping the batches stops their worker threads and waits for them (at most one sample's
+/// load): a worker still building a batch when the process exits would call into libtorch while
+/// its static state is torn down (seen as "Tried to access the schema for aten::narrow ...
+/// which doesn't have a schema registered yet" panics after a run's last line).
+impl Drop for Batches {
+    fn drop(&mut self) {
+        self.job.dropped.store(true, Ordering::Relaxed);
+        // A worker blocked on a full channel wakes with an error once its receiver is gone.
+        self.receivers.clear();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -632,5 +664,58 @@ mod tests {
             5,
             "ceil(29 / 2) = 15 samples, padded by wrapping"
         );
+    }
+
+    /// Counts the loads running now and done so far; each takes a few milliseconds.
+    struct Slow {
+        running: AtomicU64,
+        done: AtomicU64,
+    }
+    impl Dataset for Slow {
+        fn len(&self) -> usize {
+            64
+        }
+        fn sample_shape(&self) -> [usize; 3] {
+            [1, 1, 1]
+        }
+        fn load(&self, index: usize, _rng: &mut SplitMix64) -> Result<Sample, SampleError> {
+            self.running.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(3));
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            self.done.fetch_add(1, Ordering::SeqCst);
+            Ok(Sample {
+                pixels: vec![0.0],
+                label: index as i64,
+            })
+        }
+    }
+
+    #[test]
+    fn dropping_the_batches_stops_and_waits_for_the_workers() {
+        let data = Arc::new(Slow {
+            running: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+        });
+        let opts = LoaderOptions {
+            batch_size: 8,
+            shuffle: false,
+            drop_last: true,
+            num_workers: 2,
+            prefetch: 2,
+            seed: 0,
+        };
+        let loader = Loader::new(Arc::clone(&data) as Arc<dyn Dataset>, opts);
+        let mut batches = loader.epoch(0, 0);
+        assert!(batches.next().is_some());
+        drop(batches);
+        assert_eq!(
+            data.running.load(Ordering::SeqCst),
+            0,
+            "a worker still loads after the batches were dropped"
+        );
+        let done = data.done.load(Ordering::SeqCst);
+        assert!(done < 64, "the workers loaded the whole epoch ({done})");
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert_eq!(data.done.load(Ordering::SeqCst), done, "loads went on");
     }
 }
