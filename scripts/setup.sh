@@ -22,20 +22,22 @@ if [[ ! -f $gloo_header ]]; then
     fi
 fi
 
-# JPEG decoding (modelzoo-vision): the TurboJPEG library and its pkg-config file (Debian
-# libturbojpeg0-dev), which the build links. Install it when missing and this user may;
-# otherwise say what to install (the build of modelzoo-vision would fail without it).
-if ! pkg-config --exists libturbojpeg 2>/dev/null; then
+# JPEG decoding (modelzoo-vision): libjpeg-turbo's TurboJPEG API (whole images) and its libjpeg
+# API (region decodes), with their pkg-config files (Debian libturbojpeg0-dev, libjpeg-dev), which
+# the build links. Install them when missing and this user may; otherwise say what to install
+# (the build of modelzoo-vision would fail without them).
+if ! pkg-config --exists libturbojpeg libjpeg 2>/dev/null; then
     apt=()
     if [[ $(id -u) == 0 ]]; then apt=(apt-get); elif sudo -n true 2>/dev/null; then apt=(sudo -n apt-get); fi
+    jpeg_pkgs=(libturbojpeg0-dev libjpeg-dev pkg-config)
     if command -v apt-get >/dev/null && ((${#apt[@]})); then
-        echo "setup: installing libturbojpeg0-dev (libjpeg-turbo's TurboJPEG, for decoding image folders)"
-        "${apt[@]}" install -y -q libturbojpeg0-dev pkg-config >/dev/null 2>&1 \
-            || { "${apt[@]}" update -q >/dev/null 2>&1 && "${apt[@]}" install -y -q libturbojpeg0-dev pkg-config >/dev/null 2>&1; } \
+        echo "setup: installing ${jpeg_pkgs[*]} (libjpeg-turbo, for decoding image folders)"
+        "${apt[@]}" install -y -q "${jpeg_pkgs[@]}" >/dev/null 2>&1 \
+            || { "${apt[@]}" update -q >/dev/null 2>&1 && "${apt[@]}" install -y -q "${jpeg_pkgs[@]}" >/dev/null 2>&1; } \
             || true
     fi
-    if ! pkg-config --exists libturbojpeg 2>/dev/null; then
-        echo "setup: libturbojpeg (pkg-config) not found: modelzoo-vision links libjpeg-turbo's TurboJPEG to decode JPEG files; install it (apt-get install libturbojpeg0-dev pkg-config), then rebuild." >&2
+    if ! pkg-config --exists libturbojpeg libjpeg 2>/dev/null; then
+        echo "setup: libturbojpeg / libjpeg (pkg-config) not found: modelzoo-vision links libjpeg-turbo to decode JPEG files; install them (apt-get install ${jpeg_pkgs[*]}), then rebuild." >&2
     fi
 fi
 

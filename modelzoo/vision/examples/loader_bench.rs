@@ -27,7 +27,8 @@ use std::time::Instant;
 use modelzoo_engine::rng::SplitMix64;
 use modelzoo_vision::loader::filled_batch;
 use modelzoo_vision::transforms::{
-    dct_reduction, decode, flip_horizontal, jpeg_size, resize_center_crop, resized_crop,
+    center_crop_region, crop_pad, dct_reduction, decode, decode_region, flip_horizontal, jpeg_size,
+    resize_center_crop, resized_crop,
     train_draws, DeviceNormalizer, Normalize, RgbPixels,
 };
 use modelzoo_vision::{BatchPixels, Dataset, ImageFolder, Loader, LoaderOptions, Split};
@@ -386,7 +387,8 @@ fn profile(a: &Args) -> Result<(), String> {
                     1
                 };
                 reduced += (r > 1) as usize;
-                new.time("decode", || decode(&bytes, r, &mut px))
+                let pad = crop_pad(crop, r, size as u32);
+                new.time("decode", || decode_region(&bytes, r, crop, pad, &mut px))
                     .map_err(fail)?;
                 new.time("crop/resize", || {
                     resized_crop(&px, crop, r, size as u32, out)
@@ -398,7 +400,9 @@ fn profile(a: &Args) -> Result<(), String> {
                     }
                 });
             } else {
-                new.time("decode", || decode(&bytes, 1, &mut px))
+                let (w, h) = jpeg_size(&bytes).ok_or_else(|| fail("not a JPEG".into()))?;
+                let (need, pad) = center_crop_region(w, h, size as u32);
+                new.time("decode", || decode_region(&bytes, 1, need, pad, &mut px))
                     .map_err(fail)?;
                 new.time("crop/resize", || resize_center_crop(&px, size as u32, out))
                     .map_err(fail)?;
@@ -493,6 +497,8 @@ fn profile(a: &Args) -> Result<(), String> {
 }
 
 fn main() {
+    // The allocator settings run_resnet runs its loader under.
+    modelzoo_engine::app::keep_freed_memory();
     tch::set_num_threads(1);
     let result = parse().and_then(|a| match a.mode.as_str() {
         "loader" => loader(&a),

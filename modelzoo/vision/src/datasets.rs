@@ -9,8 +9,8 @@ use modelzoo_engine::rng::SplitMix64;
 
 use crate::loader::{Dataset, Sample, SampleError};
 use crate::transforms::{
-    dct_reduction, decode, flip_horizontal, jpeg_size, resize_center_crop, resized_crop,
-    train_draws, Normalize, RgbPixels,
+    center_crop_region, crop_pad, dct_reduction, decode, decode_region, flip_horizontal, jpeg_size,
+    resize_center_crop, resized_crop, train_draws, Normalize, RgbPixels,
 };
 
 /// A dataset directory that cannot be used, with what to do about it.
@@ -274,8 +274,8 @@ impl Dataset for ImageFolder {
                 let mut px = cell.borrow_mut();
                 match self.split {
                     Split::Train => {
-                        // A JPEG header gives the size, so the crop is known before decoding
-                        // and a large one can be decoded reduced.
+                        // A JPEG header gives the size, so the crop is known before decoding:
+                        // only its region is decoded, reduced when it is large.
                         let (crop, flip, reduce) = match jpeg_size(&bytes) {
                             Some((w, h)) => {
                                 let (crop, flip) = train_draws(w, h, rng);
@@ -284,7 +284,8 @@ impl Dataset for ImageFolder {
                                 } else {
                                     1
                                 };
-                                decode(&bytes, reduce, &mut px)?;
+                                let pad = crop_pad(crop, reduce, size);
+                                decode_region(&bytes, reduce, crop, pad, &mut px)?;
                                 (crop, flip, reduce)
                             }
                             None => {
@@ -299,7 +300,13 @@ impl Dataset for ImageFolder {
                         }
                     }
                     Split::Val => {
-                        decode(&bytes, 1, &mut px)?;
+                        match jpeg_size(&bytes) {
+                            Some((w, h)) => {
+                                let (need, pad) = center_crop_region(w, h, size);
+                                decode_region(&bytes, 1, need, pad, &mut px)?;
+                            }
+                            None => decode(&bytes, 1, &mut px)?,
+                        }
                         resize_center_crop(&px, size, out)?;
                     }
                 }

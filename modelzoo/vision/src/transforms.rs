@@ -28,17 +28,33 @@ pub const CIFAR_STD: [f32; 3] = [0.2470, 0.2435, 0.2616];
 /// 300 MB) rather than exhausting a loader thread's memory.
 pub const MAX_PIXELS: u64 = 100_000_000;
 
-/// Decoded 8-bit RGB pixels: `height` rows of `width * 3` bytes. The buffer is reused from one
-/// image to the next.
+/// Decoded 8-bit RGB pixels: `height` rows of `width * 3` bytes, the part of the image that
+/// `placement` says. The buffer is reused from one image to the next.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct RgbPixels {
     pub width: u32,
     pub height: u32,
     pub data: Vec<u8>,
+    pub placement: Placement,
+}
+
+/// Where decoded pixels sit in their image, in the image's pixels at the decode's reduction:
+/// all of it after [`decode`], a rectangle of it after [`decode_region`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub left: u32,
+    pub top: u32,
+    pub image_width: u32,
+    pub image_height: u32,
 }
 
 impl RgbPixels {
+    /// Sizes the buffer for a whole `width`×`height` image.
     fn set_size(&mut self, width: u32, height: u32) -> Result<(), String> {
+        self.set_region(width, height, Placement::whole(width, height))
+    }
+
+    fn set_region(&mut self, width: u32, height: u32, placement: Placement) -> Result<(), String> {
         let px = width as u64 * height as u64;
         if px == 0 {
             return Err("empty image".into());
@@ -51,6 +67,7 @@ impl RgbPixels {
         }
         self.width = width;
         self.height = height;
+        self.placement = placement;
         self.data.resize(px as usize * 3, 0);
         Ok(())
     }
@@ -58,6 +75,17 @@ impl RgbPixels {
     fn view(&self) -> Result<fr::images::ImageRef<'_>, String> {
         fr::images::ImageRef::new(self.width, self.height, &self.data, fr::PixelType::U8x3)
             .map_err(|e| format!("decoded image {}x{}: {e}", self.width, self.height))
+    }
+}
+
+impl Placement {
+    fn whole(width: u32, height: u32) -> Placement {
+        Placement {
+            left: 0,
+            top: 0,
+            image_width: width,
+            image_height: height,
+        }
     }
 }
 
@@ -140,6 +168,120 @@ pub fn decode(bytes: &[u8], reduce: u32, out: &mut RgbPixels) -> Result<(), Stri
         .to_rgb8();
     out.set_size(img.width(), img.height())?;
     out.data.copy_from_slice(img.as_raw());
+    Ok(())
+}
+
+/// Pixels decoded around a region's edges on top of what it needs: libjpeg's fancy upsampling
+/// treats a partial row's ends as the image's edges (libjpeg.txt, "Decompressing partial
+/// scanlines"), which changes the outermost pixel; one iMCU (16 pixels at most) keeps that
+/// change outside what the transforms read.
+const REGION_EDGE: u32 = 16;
+
+extern "C" {
+    // csrc/jpeg_region.c
+    fn mz_jpeg_decode_region(
+        data: *const u8,
+        len: std::ffi::c_ulong,
+        reduce: u32,
+        left: u32,
+        top: u32,
+        width: u32,
+        height: u32,
+        out: *mut u8,
+        out_len: usize,
+        out_left: *mut u32,
+        out_width: *mut u32,
+        scaled_width: *mut u32,
+        scaled_height: *mut u32,
+        message: *mut std::ffi::c_char,
+        message_len: usize,
+    ) -> i32;
+}
+
+/// Decode only the part of `bytes` that `need` (a rectangle in full-size pixels) covers, plus
+/// `pad` pixels of the reduced image around it (what a resampling filter reads past its box),
+/// reduced by `1 / reduce` as [`decode`] does: the rows above are skipped without being
+/// transformed, the columns beside it are never transformed, and decoding stops after its last
+/// row — what DALI's and TensorFlow's decode-and-crop do. The pixels are the whole decode's,
+/// bit for bit, over the region ([`RgbPixels::placement`] says where it sits). Anything that is
+/// not a JPEG TurboJPEG can convert, and a JPEG that does not end with its end-of-image marker
+/// (truncated, or with data appended), is decoded whole: a truncated file fails as it always
+/// has, whichever region is asked for. Corrupt data below the region goes unread.
+pub fn decode_region(
+    bytes: &[u8],
+    reduce: u32,
+    need: CropBox,
+    pad: u32,
+    out: &mut RgbPixels,
+) -> Result<(), String> {
+    let ends_whole = bytes.ends_with(&[0xFF, 0xD9]);
+    let Some((width, height)) = jpeg_size(bytes).filter(|_| ends_whole) else {
+        return decode(bytes, reduce, out);
+    };
+    let r = match reduce {
+        1 | 2 | 4 | 8 => reduce,
+        _ => 1,
+    };
+    if need.width == 0
+        || need.height == 0
+        || need.left.saturating_add(need.width) > width
+        || need.top.saturating_add(need.height) > height
+    {
+        return Err(format!(
+            "region {need:?} is not inside the {width}x{height} image"
+        ));
+    }
+    let (iw, ih) = (width.div_ceil(r), height.div_ceil(r));
+    let margin = pad.saturating_add(REGION_EDGE);
+    let span = |start: u32, len: u32, limit: u32| {
+        let lo = (start / r).saturating_sub(margin);
+        let hi = ((start + len).div_ceil(r) + margin).min(limit);
+        (lo, hi)
+    };
+    let (x0, x1) = span(need.left, need.width, iw);
+    let (y0, y1) = span(need.top, need.height, ih);
+    // The row may widen to the iMCU boundary left of x0 (by under 32 pixels at full size).
+    let cap_width = (x1 - x0 + 32).min(iw);
+    out.set_region(cap_width, y1 - y0, Placement::whole(iw, ih))?;
+    let (mut left, mut row_width, mut sw, mut sh) = (0u32, 0u32, 0u32, 0u32);
+    let mut message = [0 as std::ffi::c_char; 200];
+    // SAFETY: `bytes` and `out.data` are live for the call, with their true lengths; the C side
+    // writes at most `out.data.len()` bytes there and a NUL-terminated message of at most
+    // `message.len()` bytes, and catches every libjpeg error itself (no unwinding across).
+    let rc = unsafe {
+        mz_jpeg_decode_region(
+            bytes.as_ptr(),
+            bytes.len() as std::ffi::c_ulong,
+            r,
+            x0,
+            y0,
+            x1 - x0,
+            y1 - y0,
+            out.data.as_mut_ptr(),
+            out.data.len(),
+            &mut left,
+            &mut row_width,
+            &mut sw,
+            &mut sh,
+            message.as_mut_ptr(),
+            message.len(),
+        )
+    };
+    if rc != 0 {
+        // SAFETY: the C side NUL-terminates `message` (it was zeroed, and snprintf terminates).
+        let why = unsafe { std::ffi::CStr::from_ptr(message.as_ptr()) };
+        return Err(format!("cannot decode: {}", why.to_string_lossy()));
+    }
+    if (sw, sh) != (iw, ih) {
+        return Err(format!(
+            "cannot decode: libjpeg scaled the {width}x{height} image to {sw}x{sh}, TurboJPEG to {iw}x{ih}"
+        ));
+    }
+    out.width = row_width;
+    out.data
+        .truncate(row_width as usize * (y1 - y0) as usize * 3);
+    out.placement.left = left;
+    out.placement.top = y0;
     Ok(())
 }
 
@@ -249,7 +391,9 @@ fn resize(
 /// torchvision `F.resized_crop(img, top, left, height, width, [size, size])` on a PIL image:
 /// the crop (pixels outside it unused), then an antialiased bilinear resize into `out`
 /// (`size * size * 3` bytes, HWC). `reduce` is the DCT reduction `src` was decoded with
-/// (1 when it is full size): the crop, given in full-size pixels, is scaled to match.
+/// (1 when it is full size): the crop, given in full-size pixels, is scaled to match. `src`
+/// may be a region of the image ([`decode_region`] with [`crop_pad`]'s padding) holding the
+/// crop.
 pub fn resized_crop(
     src: &RgbPixels,
     crop: CropBox,
@@ -258,17 +402,45 @@ pub fn resized_crop(
     out: &mut [u8],
 ) -> Result<(), String> {
     let view = src.view()?;
+    let p = src.placement;
+    let outside = || {
+        format!(
+            "crop {crop:?} (1/{reduce} scale) is outside the decoded {}x{} at ({}, {}) of {}x{}",
+            src.width, src.height, p.left, p.top, p.image_width, p.image_height
+        )
+    };
     if reduce <= 1 {
-        let cropped =
-            fr::images::CroppedImage::new(&view, crop.left, crop.top, crop.width, crop.height)
-                .map_err(|e| format!("crop {crop:?} of {}x{}: {e}", src.width, src.height))?;
+        let (Some(left), Some(top)) = (crop.left.checked_sub(p.left), crop.top.checked_sub(p.top))
+        else {
+            return Err(outside());
+        };
+        let cropped = fr::images::CroppedImage::new(&view, left, top, crop.width, crop.height)
+            .map_err(|e| format!("{}: {e}", outside()))?;
         return resize(&view, Some(cropped), None, size, out);
     }
     let r = reduce as f64;
     let (l, t) = (crop.left as f64 / r, crop.top as f64 / r);
-    let w = (crop.width as f64 / r).min(src.width as f64 - l);
-    let h = (crop.height as f64 / r).min(src.height as f64 - t);
+    let w = (crop.width as f64 / r).min(p.image_width as f64 - l);
+    let h = (crop.height as f64 / r).min(p.image_height as f64 - t);
+    let (l, t) = (l - p.left as f64, t - p.top as f64);
+    if l < 0.0 || t < 0.0 || l + w > src.width as f64 || t + h > src.height as f64 {
+        return Err(outside());
+    }
     resize(&view, None, Some((l, t, w, h)), size, out)
+}
+
+/// The pixels of the reduced image a [`resized_crop`] of `crop` at `reduce` reads beyond the
+/// crop: none at full size (the crop is cut first), else the bilinear filter's support at the
+/// reduction's scale, rounded up, plus one.
+pub fn crop_pad(crop: CropBox, reduce: u32, size: u32) -> u32 {
+    if reduce <= 1 {
+        return 0;
+    }
+    crop.width
+        .max(crop.height)
+        .div_ceil(reduce)
+        .div_ceil(size.max(1))
+        + 1
 }
 
 /// The size torchvision's `Resize(short)` gives a `width`×`height` image: the shorter side
@@ -286,23 +458,46 @@ pub fn resize_shorter_to(width: u32, height: u32, short: u32) -> (u32, u32) {
 /// `CenterCrop(size)` (offsets rounded half to even, as Python's `round`), computed in one pass
 /// into `out` (`size * size * 3` bytes, HWC): only the output pixels inside the crop are
 /// resampled, with the resize's own filter positions and support (the same numbers as resizing
-/// the whole image and cropping).
+/// the whole image and cropping). `src` may be the region [`center_crop_region`] names.
 pub fn resize_center_crop(src: &RgbPixels, size: u32, out: &mut [u8]) -> Result<(), String> {
-    let short = (size * 256 / 224).max(size);
-    let (nw, nh) = resize_shorter_to(src.width, src.height, short);
-    let left = ((nw.saturating_sub(size)) as f64 / 2.0).round_ties_even();
-    let top = ((nh.saturating_sub(size)) as f64 / 2.0).round_ties_even();
-    let sx = src.width as f64 / nw as f64;
-    let sy = src.height as f64 / nh as f64;
+    let p = src.placement;
+    let (l, t, w, h) = center_crop_box(p.image_width, p.image_height, size);
     let view = src.view()?;
-    let (cw, ch) = (size.min(nw) as f64, size.min(nh) as f64);
     resize(
         &view,
         None,
-        Some((left * sx, top * sy, cw * sx, ch * sy)),
+        Some((l - p.left as f64, t - p.top as f64, w, h)),
         size,
         out,
     )
+}
+
+/// The box of a `width`×`height` image that [`resize_center_crop`] resamples into its output
+/// (left, top, width, height, in source pixels).
+fn center_crop_box(width: u32, height: u32, size: u32) -> (f64, f64, f64, f64) {
+    let short = (size * 256 / 224).max(size);
+    let (nw, nh) = resize_shorter_to(width, height, short);
+    let left = ((nw.saturating_sub(size)) as f64 / 2.0).round_ties_even();
+    let top = ((nh.saturating_sub(size)) as f64 / 2.0).round_ties_even();
+    let sx = width as f64 / nw as f64;
+    let sy = height as f64 / nh as f64;
+    let (cw, ch) = (size.min(nw) as f64, size.min(nh) as f64);
+    (left * sx, top * sy, cw * sx, ch * sy)
+}
+
+/// The region of a `width`×`height` image [`resize_center_crop`] reads, and the padding for
+/// [`decode_region`]: the centre crop's box and the filter's support at its scale.
+pub fn center_crop_region(width: u32, height: u32, size: u32) -> (CropBox, u32) {
+    let (l, t, w, h) = center_crop_box(width, height, size);
+    let (left, top) = (l.floor() as u32, t.floor() as u32);
+    let need = CropBox {
+        left,
+        top,
+        width: ((l + w).ceil() as u32).min(width) - left,
+        height: ((t + h).ceil() as u32).min(height) - top,
+    };
+    let scale = (w / size as f64).max(h / size as f64).max(1.0);
+    (need, scale.ceil() as u32 + 1)
 }
 
 /// Mirror `height` rows of `width` RGB pixels left to right, in place.
