@@ -6,6 +6,7 @@ python for 1). Rank 0 prints one JSON line with the job's images/s (sum over ran
 import argparse
 import json
 import os
+import sys
 import time
 
 import torch
@@ -46,7 +47,15 @@ def main():
         dist.all_reduce(ips)
         dist.destroy_process_group()
     if int(os.environ.get("RANK", "0")) == 0:
-        print(json.dumps({"world": world, "ips": round(ips.item(), 2), "loss": loss.item()}))
+        print(json.dumps({"world": world, "ips": round(ips.item(), 2), "loss": loss.item()}), flush=True)
+    if world > 1:
+        # Skip the interpreter's teardown: there the DDP reducer (kept alive by a reference
+        # cycle) frees ProcessGroupGloo with the GIL held while a Gloo thread waits for the GIL
+        # to free its last work's tensors, a deadlock seen here (gdb: ~ProcessGroupGloo waiting
+        # on its mutex, pt_gloo_runloop in take_gil), and an abort ("terminate called without
+        # an active exception") elsewhere; upstream discussion: pytorch/pytorch#179291.
+        sys.stderr.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ fn touch(bytes: usize) {
 #[test]
 fn a_freed_large_block_is_reused_without_faulting_its_pages_in_again() {
     assert!(
-        !std::env::vars_os().any(|(k, _)| k == "GLIBC_TUNABLES"
-            || k.to_string_lossy().starts_with("MALLOC_")),
+        !std::env::vars_os()
+            .any(|(k, _)| k == "GLIBC_TUNABLES" || k.to_string_lossy().starts_with("MALLOC_")),
         "run without GLIBC_TUNABLES / MALLOC_*_ (keep_freed_memory leaves a tuned malloc alone)"
     );
     modelzoo_engine::app::keep_freed_memory();

@@ -28,8 +28,7 @@ use modelzoo_engine::rng::SplitMix64;
 use modelzoo_vision::loader::filled_batch;
 use modelzoo_vision::transforms::{
     center_crop_region, crop_pad, dct_reduction, decode, decode_region, flip_horizontal, jpeg_size,
-    resize_center_crop, resized_crop,
-    train_draws, DeviceNormalizer, Normalize, RgbPixels,
+    resize_center_crop, resized_crop, train_draws, DeviceNormalizer, Normalize, RgbPixels,
 };
 use modelzoo_vision::{BatchPixels, Dataset, ImageFolder, Loader, LoaderOptions, Split};
 use tch::{Kind, Tensor};
