@@ -202,8 +202,9 @@ extern "C" {
 /// `pad` pixels of the reduced image around it (what a resampling filter reads past its box),
 /// reduced by `1 / reduce` as [`decode`] does: the rows above are skipped without being
 /// transformed, the columns beside it are never transformed, and decoding stops after its last
-/// row — what DALI's and TensorFlow's decode-and-crop do. The pixels are the whole decode's,
-/// bit for bit, over the region ([`RgbPixels::placement`] says where it sits). Anything that is
+/// row — what DALI's and TensorFlow's decode-and-crop do. Over `need` and its padding the
+/// pixels are the whole decode's bit for bit (the region's outermost columns may differ, so a
+/// margin beyond them is decoded too); [`RgbPixels::placement`] says where the region sits. Anything that is
 /// not a JPEG TurboJPEG can convert, and a JPEG that does not end with its end-of-image marker
 /// (truncated, or with data appended), is decoded whole: a truncated file fails as it always
 /// has, whichever region is asked for. Corrupt data below the region goes unread.
