@@ -204,10 +204,11 @@ extern "C" {
 /// transformed, the columns beside it are never transformed, and decoding stops after its last
 /// row — what DALI's and TensorFlow's decode-and-crop do. Over `need` and its padding the
 /// pixels are the whole decode's bit for bit (the region's outermost columns may differ, so a
-/// margin beyond them is decoded too); [`RgbPixels::placement`] says where the region sits. Anything that is
-/// not a JPEG TurboJPEG can convert, and a JPEG that does not end with its end-of-image marker
-/// (truncated, or with data appended), is decoded whole: a truncated file fails as it always
-/// has, whichever region is asked for. Corrupt data below the region goes unread.
+/// margin beyond them is decoded too); [`RgbPixels::placement`] says where the region sits.
+/// Anything that is not a JPEG TurboJPEG can convert, and a JPEG that does not end with its
+/// end-of-image marker (truncated, or with data appended), is decoded whole: a truncated file
+/// fails as it always has, whichever region is asked for. Corrupt data below the region goes
+/// unread.
 pub fn decode_region(
     bytes: &[u8],
     reduce: u32,
