@@ -216,8 +216,7 @@ pub fn decode_region(
     pad: u32,
     out: &mut RgbPixels,
 ) -> Result<(), String> {
-    let ends_whole = bytes.ends_with(&[0xFF, 0xD9]);
-    let Some((width, height)) = jpeg_size(bytes).filter(|_| ends_whole) else {
+    let Some((width, height)) = region_decodable(bytes) else {
         return decode(bytes, reduce, out);
     };
     let r = match reduce {
@@ -269,15 +268,16 @@ pub fn decode_region(
             message.len(),
         )
     };
-    if rc != 0 {
+    if rc != 0 || (sw, sh) != (iw, ih) {
+        // Whatever libjpeg refused, the whole decode has the last word: the same error for a
+        // corrupt file (libjpeg-turbo underneath both), the image itself for anything else.
         // SAFETY: the C side NUL-terminates `message` (it was zeroed, and snprintf terminates).
         let why = unsafe { std::ffi::CStr::from_ptr(message.as_ptr()) };
-        return Err(format!("cannot decode: {}", why.to_string_lossy()));
-    }
-    if (sw, sh) != (iw, ih) {
-        return Err(format!(
-            "cannot decode: libjpeg scaled the {width}x{height} image to {sw}x{sh}, TurboJPEG to {iw}x{ih}"
-        ));
+        tracing::debug!(
+            "region decode refused ({}; scaled {sw}x{sh}, expected {iw}x{ih}): decoding whole",
+            why.to_string_lossy()
+        );
+        return decode(bytes, reduce, out);
     }
     out.width = row_width;
     out.data
@@ -285,6 +285,24 @@ pub fn decode_region(
     out.placement.left = left;
     out.placement.top = y0;
     Ok(())
+}
+
+/// The size of a JPEG [`decode_region`] decodes in part: one that TurboJPEG converts, ends with
+/// its end-of-image marker, and has a chroma layout tests/region.rs checks (4:4:4, 4:2:2,
+/// 4:2:0, greyscale; libjpeg-turbo's partial decoding had bugs with others in earlier
+/// releases). `None` means: decode it whole.
+fn region_decodable(bytes: &[u8]) -> Option<(u32, u32)> {
+    use turbojpeg::{Colorspace, Subsamp};
+    if !is_jpeg(bytes) || !bytes.ends_with(&[0xFF, 0xD9]) {
+        return None;
+    }
+    let h = with_jpeg(|d| d.read_header(bytes).map_err(|e| e.to_string())).ok()?;
+    let converts = !matches!(h.colorspace, Colorspace::CMYK | Colorspace::YCCK);
+    let tested = matches!(
+        h.subsamp,
+        Subsamp::None | Subsamp::Sub2x1 | Subsamp::Sub2x2 | Subsamp::Gray
+    );
+    (converts && tested).then_some((h.width as u32, h.height as u32))
 }
 
 /// A crop in pixels of the source image.
