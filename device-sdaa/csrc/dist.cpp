@@ -398,7 +398,9 @@ char* mzd_group_broadcast_coalesced(MzdGroup* g, at::Tensor* const* ts, size_t n
 // averaged over the group in buckets, each launched as soon as its gradients are ready during
 // backward. As torch.nn.parallel.DistributedDataParallel does, the first iteration uses one
 // bucket and records the order gradients become ready; buckets are then rebuilt in that
-// order with caps (first_cap_bytes, cap_bytes).
+// order with caps (first_cap_bytes, cap_bytes). Gradients become views of the buckets
+// (`gradient_as_bucket_view=True`): the averaged bucket is the gradient, with no copy back
+// into separate gradient tensors after each allreduce (docs/benchmarks.md, issue #26 item 5).
 char* mzd_reducer_new(MzdGroup* g, at::Tensor* const* params, const char* const* names, size_t n,
                       int64_t cap_bytes, int64_t first_cap_bytes, MzdReducer** out) {
   MZD_PROTECT({
@@ -419,7 +421,7 @@ char* mzd_reducer_new(MzdGroup* g, at::Tensor* const* params, const char* const*
     std::vector<int64_t> caps(limits.rbegin(), limits.rend());
     auto reducer = std::make_unique<c10d::Reducer>(
         tensors, buckets, g->pg, std::vector<bool>(n, false), cap_bytes,
-        /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/false, param_names,
+        /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/true, param_names,
         first_cap_bytes, /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
         caps);
     *out = new MzdReducer{std::move(reducer)};

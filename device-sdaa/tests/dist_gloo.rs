@@ -101,53 +101,103 @@ fn store_allreduce_and_broadcast_across_processes() {
 fn reducer_averages_gradients_in_backward() {
     let Some((rank, world, _store, group)) = as_rank() else {
         let outs = spawn_ranks("reducer_averages_gradients_in_backward", 2);
-        let full = full_batch_grads();
-        let g0 = value_line(&outs[0], "grads");
         assert_eq!(
-            g0,
+            value_line(&outs[0], "grads"),
             value_line(&outs[1], "grads"),
             "ranks hold the same averaged gradients"
         );
-        let got: Vec<f64> = g0.split(',').map(|v| v.parse().unwrap()).collect();
-        assert_eq!(got.len(), full.len());
-        for (a, b) in got.iter().zip(&full) {
-            assert!(
-                (a - b).abs() <= 1e-6 * b.abs().max(1.0),
-                "DDP {a} vs full batch {b}"
-            );
-        }
+        assert_full_batch_grads(&outs[0]);
         return;
     };
-    let (vs, net) = model();
-    let params: Vec<(String, Tensor)> = {
-        let mut v: Vec<_> = vs.variables().into_iter().collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
-    };
-    let mut reducer = Reducer::new(&group, &params, 64).unwrap();
-    let (x, y) = batch();
-    let half = x.size()[0] / world as i64;
-    for step in 0..3 {
-        for (_, p) in &params {
+    ddp_steps(rank, world, &group, 64, |params| {
+        for (_, p) in params {
             let mut g = p.grad();
             if g.defined() {
                 let _ = g.zero_();
             }
         }
+    });
+}
+
+/// The reducer's gradients are views of its bucket (`gradient_as_bucket_view`): after a
+/// backward, the parameters' gradients lie end to end in one buffer (separate allocations
+/// never do: each has its allocator header), and they still hold the full batch's gradients
+/// when dropped between steps as the engine's `zero_grad` does.
+#[test]
+fn reducer_gradients_are_views_of_its_bucket() {
+    let Some((rank, world, _store, group)) = as_rank() else {
+        for out in spawn_ranks("reducer_gradients_are_views_of_its_bucket", 2) {
+            assert_eq!(value_line(&out, "end_to_end"), "true", "{out}");
+            assert_full_batch_grads(&out);
+        }
+        return;
+    };
+    let params = ddp_steps(rank, world, &group, Reducer::DEFAULT_CAP_BYTES, |params| {
+        let tensors: Vec<&Tensor> = params.iter().map(|(_, p)| p).collect();
+        device_sdaa::optim::set_grads_to_none(&tensors).unwrap();
+    });
+    let mut spans: Vec<(usize, usize)> = params
+        .iter()
+        .map(|(_, p)| {
+            let g = p.grad();
+            (
+                g.data_ptr() as usize,
+                g.numel() * g.kind().elt_size_in_bytes(),
+            )
+        })
+        .collect();
+    spans.sort();
+    let end_to_end = spans.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0);
+    println!("end_to_end={end_to_end}");
+}
+
+/// As a rank: three data-parallel steps of [`model`] on this rank's half of [`batch`] through a
+/// reducer with `cap_bytes` buckets, `clear` run on the parameters before each; prints the
+/// last step's gradients (`grads=`) and returns the parameters, in name order.
+fn ddp_steps(
+    rank: usize,
+    world: usize,
+    group: &ProcessGroup,
+    cap_bytes: i64,
+    clear: impl Fn(&[(String, Tensor)]),
+) -> Vec<(String, Tensor)> {
+    let (vs, net) = model();
+    let mut params: Vec<_> = vs.variables().into_iter().collect();
+    params.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut reducer = Reducer::new(group, &params, cap_bytes).unwrap();
+    let (x, y) = batch();
+    let half = x.size()[0] / world as i64;
+    for _ in 0..3 {
+        clear(&params);
         reducer.before_forward().unwrap();
         let xs = x.narrow(0, rank as i64 * half, half);
         let ys = y.narrow(0, rank as i64 * half, half);
         let loss = (net.forward(&xs) - ys).square().mean(Kind::Float);
         reducer.before_backward().unwrap();
         loss.backward();
-        if step == 2 {
-            let flat: Vec<String> = params
-                .iter()
-                .flat_map(|(_, p)| Vec::<f32>::try_from(p.grad().flatten(0, -1)).unwrap())
-                .map(|v| v.to_string())
-                .collect();
-            println!("grads={}", flat.join(","));
-        }
+    }
+    let flat: Vec<String> = params
+        .iter()
+        .flat_map(|(_, p)| Vec::<f32>::try_from(p.grad().flatten(0, -1)).unwrap())
+        .map(|v| v.to_string())
+        .collect();
+    println!("grads={}", flat.join(","));
+    params
+}
+
+/// A rank's `grads=` line equals one process's gradients over the whole batch.
+fn assert_full_batch_grads(out: &str) {
+    let full = full_batch_grads();
+    let got: Vec<f64> = value_line(out, "grads")
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(got.len(), full.len());
+    for (a, b) in got.iter().zip(&full) {
+        assert!(
+            (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+            "DDP {a} vs full batch {b}"
+        );
     }
 }
 

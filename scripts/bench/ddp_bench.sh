@@ -2,7 +2,9 @@
 # Benchmark (not a test): data-parallel scaling on the CPU, 1 worker x 1 thread vs 2 workers x
 # 1 thread, ResNet-18 on synthetic data — run_resnet (c10d Gloo + Reducer through our shim)
 # side by side with PyTorch DDP (Gloo, torchrun) on the same model, batch per worker, image
-# size, optimizer and thread count. Rounds alternate so machine load hits both alike.
+# size, optimizer and thread count. Rounds alternate so machine load hits both alike. PyTorch
+# runs twice at 2 workers: DDP's defaults, and with gradient_as_bucket_view=True as run_resnet's
+# reducer has it. Medians of the rounds close the table.
 #
 #   scripts/bench/ddp_bench.sh [batch_per_worker] [image_size] [rounds]   (defaults 16 64 2)
 #
@@ -47,9 +49,9 @@ ips = [json.loads(l.split("TCAPPDLL ", 1)[1])["data"]["train.ips"]
 print(round(sum(ips[1:]) / len(ips[1:]), 2))
 PY
 }
-theirs() {
+theirs() { # workers [extra reference flags]
     local n="$1" log="$work/theirs$1.log"
-    local args=(--batch_size "$bs" --image_size "$size" --warmup "$warmup" --steps "$steps")
+    local args=(--batch_size "$bs" --image_size "$size" --warmup "$warmup" --steps "$steps" "${@:2}")
     if (( n == 1 )); then
         PYTHONPATH="$pydir" "$py" "$root/scripts/bench/ddp_reference.py" "${args[@]}" >"$log" 2>&1 \
             || fail "the PyTorch reference with 1 worker" "$log"
@@ -64,14 +66,26 @@ theirs() {
 
 echo "machine: $(lscpu | grep 'Model name' | sed 's/ \+/ /g'), $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "case: resnet18, batch $bs per worker, ${size}x${size}, 1 thread per worker, $steps timed steps after $warmup"
-printf "%-6s %-12s %12s %12s\n" round impl "1w imgs/s" "2w imgs/s"
+printf "%-6s %-18s %12s %12s\n" round impl "1w imgs/s" "2w imgs/s"
+efficiency() { "$py" -c "print(f'{$2/(2*$1):.2f}')"; }
+declare -A all
 for r in $(seq 1 "$rounds"); do
     # `|| exit`: a failed side has already said why (command substitutions do not stop a script).
     o1=$(ours 1) || exit 1
     o2=$(ours 2) || exit 1
     t1=$(theirs 1) || exit 1
     t2=$(theirs 2) || exit 1
-    printf "%-6s %-12s %12s %12s   efficiency %s\n" "$r" run_resnet "$o1" "$o2" "$("$py" -c "print(f'{$o2/(2*$o1):.2f}')")"
-    printf "%-6s %-12s %12s %12s   efficiency %s\n" "$r" pytorch-ddp "$t1" "$t2" "$("$py" -c "print(f'{$t2/(2*$t1):.2f}')")"
+    # PyTorch with the bucket views run_resnet's reducer uses (one worker has no DDP).
+    v2=$(theirs 2 --gradient_as_bucket_view) || exit 1
+    printf "%-6s %-18s %12s %12s   efficiency %s\n" "$r" run_resnet "$o1" "$o2" "$(efficiency "$o1" "$o2")"
+    printf "%-6s %-18s %12s %12s   efficiency %s\n" "$r" pytorch-ddp "$t1" "$t2" "$(efficiency "$t1" "$t2")"
+    printf "%-6s %-18s %12s %12s   efficiency %s\n" "$r" pytorch-ddp-views "$t1" "$v2" "$(efficiency "$t1" "$v2")"
+    all[o1]+="$o1 " all[o2]+="$o2 " all[t1]+="$t1 " all[t2]+="$t2 " all[v2]+="$v2 "
 done
+median() { "$py" -c "import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))" $1; }
+m_o1=$(median "${all[o1]}") m_o2=$(median "${all[o2]}") m_t1=$(median "${all[t1]}")
+m_t2=$(median "${all[t2]}") m_v2=$(median "${all[v2]}")
+printf "%-6s %-18s %12s %12s   efficiency %s\n" median run_resnet "$m_o1" "$m_o2" "$(efficiency "$m_o1" "$m_o2")"
+printf "%-6s %-18s %12s %12s   efficiency %s\n" median pytorch-ddp "$m_t1" "$m_t2" "$(efficiency "$m_t1" "$m_t2")"
+printf "%-6s %-18s %12s %12s   efficiency %s\n" median pytorch-ddp-views "$m_t1" "$m_v2" "$(efficiency "$m_t1" "$m_v2")"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -21,6 +21,8 @@ def main():
     p.add_argument("--image_size", type=int, default=64)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--gradient_as_bucket_view", action="store_true",
+                   help="DDP's gradient_as_bucket_view=True (run_resnet's reducer setting)")
     a = p.parse_args()
     torch.set_num_threads(1)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -29,7 +31,7 @@ def main():
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=1000)
     if world > 1:
-        model = DistributedDataParallel(model)
+        model = DistributedDataParallel(model, gradient_as_bucket_view=a.gradient_as_bucket_view)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     x = torch.randn(a.batch_size, 3, a.image_size, a.image_size)
     y = torch.randint(0, 1000, (a.batch_size,))
