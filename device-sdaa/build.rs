@@ -69,7 +69,7 @@ fn main() {
         .flag_if_supported("-Wno-unused-parameter")
         .warnings(false)
         // Line tables only (`-g1`): cargo's `debug = "line-tables-only"` reaches cc as full
-        // `-g`, whose libtorch-header debug info put ~40 MB into every binary and test.
+        // `-g`, whose libtorch-header debug info put ~15 MB into every binary and test.
         .debug(false)
         .flag("-g1")
         .compile("modelzoo_device_shim");
