@@ -67,7 +67,8 @@ theirs() { # workers [extra reference flags]
 echo "machine: $(lscpu | grep 'Model name' | sed 's/ \+/ /g'), $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "case: resnet18, batch $bs per worker, ${size}x${size}, 1 thread per worker, $steps timed steps after $warmup"
 printf "%-6s %-18s %12s %12s\n" round impl "1w imgs/s" "2w imgs/s"
-efficiency() { "$py" -c "print(f'{$2/(2*$1):.2f}')"; }
+# One table row: round, impl, 1-worker and 2-worker images/s, and the efficiency.
+row() { printf "%-6s %-18s %12s %12s   efficiency %s\n" "$1" "$2" "$3" "$4" "$("$py" -c "print(f'{$4/(2*$3):.2f}')")"; }
 declare -A all
 for r in $(seq 1 "$rounds"); do
     # `|| exit`: a failed side has already said why (command substitutions do not stop a script).
@@ -77,15 +78,13 @@ for r in $(seq 1 "$rounds"); do
     t2=$(theirs 2) || exit 1
     # PyTorch with the bucket views run_resnet's reducer uses (one worker has no DDP).
     v2=$(theirs 2 --gradient_as_bucket_view) || exit 1
-    printf "%-6s %-18s %12s %12s   efficiency %s\n" "$r" run_resnet "$o1" "$o2" "$(efficiency "$o1" "$o2")"
-    printf "%-6s %-18s %12s %12s   efficiency %s\n" "$r" pytorch-ddp "$t1" "$t2" "$(efficiency "$t1" "$t2")"
-    printf "%-6s %-18s %12s %12s   efficiency %s\n" "$r" pytorch-ddp-views "$t1" "$v2" "$(efficiency "$t1" "$v2")"
+    row "$r" run_resnet "$o1" "$o2"
+    row "$r" pytorch-ddp "$t1" "$t2"
+    row "$r" pytorch-ddp-views "$t1" "$v2"
     all[o1]+="$o1 " all[o2]+="$o2 " all[t1]+="$t1 " all[t2]+="$t2 " all[v2]+="$v2 "
 done
-median() { "$py" -c "import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))" $1; }
-m_o1=$(median "${all[o1]}") m_o2=$(median "${all[o2]}") m_t1=$(median "${all[t1]}")
-m_t2=$(median "${all[t2]}") m_v2=$(median "${all[v2]}")
-printf "%-6s %-18s %12s %12s   efficiency %s\n" median run_resnet "$m_o1" "$m_o2" "$(efficiency "$m_o1" "$m_o2")"
-printf "%-6s %-18s %12s %12s   efficiency %s\n" median pytorch-ddp "$m_t1" "$m_t2" "$(efficiency "$m_t1" "$m_t2")"
-printf "%-6s %-18s %12s %12s   efficiency %s\n" median pytorch-ddp-views "$m_t1" "$m_v2" "$(efficiency "$m_t1" "$m_v2")"
+median() { "$py" -c "import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))" ${all[$1]}; }
+row median run_resnet "$(median o1)" "$(median o2)"
+row median pytorch-ddp "$(median t1)" "$(median t2)"
+row median pytorch-ddp-views "$(median t1)" "$(median v2)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

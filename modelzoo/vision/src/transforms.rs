@@ -103,19 +103,21 @@ fn is_jpeg(bytes: &[u8]) -> bool {
 /// `None` when only a full decode can tell (a format or colour space [`decode`] hands to the
 /// `image` crate).
 pub fn jpeg_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    jpeg_header(bytes).map(|h| (h.width as u32, h.height as u32))
+}
+
+/// The header of a JPEG that TurboJPEG decodes to RGB; `None` for anything else (not a JPEG,
+/// an unreadable header, CMYK / YCCK), which [`decode`] hands to the `image` crate.
+fn jpeg_header(bytes: &[u8]) -> Option<turbojpeg::DecompressHeader> {
     if !is_jpeg(bytes) {
         return None;
     }
-    with_jpeg(|d| {
-        let h = d.read_header(bytes).map_err(|e| e.to_string())?;
-        match h.colorspace {
-            turbojpeg::Colorspace::CMYK | turbojpeg::Colorspace::YCCK => {
-                Err("colour space".to_string())
-            }
-            _ => Ok((h.width as u32, h.height as u32)),
-        }
-    })
-    .ok()
+    let h = with_jpeg(|d| d.read_header(bytes).map_err(|e| e.to_string())).ok()?;
+    let converts = !matches!(
+        h.colorspace,
+        turbojpeg::Colorspace::CMYK | turbojpeg::Colorspace::YCCK
+    );
+    converts.then_some(h)
 }
 
 fn with_jpeg<T>(
@@ -141,11 +143,8 @@ fn with_jpeg<T>(
 /// up) while decoding. A corrupt or truncated file is an error (libjpeg-turbo's "Premature
 /// end of JPEG file" included, which PIL refuses too).
 pub fn decode(bytes: &[u8], reduce: u32, out: &mut RgbPixels) -> Result<(), String> {
-    if is_jpeg(bytes) && jpeg_size(bytes).is_some() {
+    if let Some(h) = jpeg_header(bytes) {
         return with_jpeg(|d| {
-            let h = d
-                .read_header(bytes)
-                .map_err(|e| format!("cannot decode: {e}"))?;
             let r = match reduce {
                 1 | 2 | 4 | 8 => reduce as usize,
                 _ => 1,
@@ -292,17 +291,16 @@ pub fn decode_region(
 /// 4:2:0, greyscale; libjpeg-turbo's partial decoding had bugs with others in earlier
 /// releases). `None` means: decode it whole.
 fn region_decodable(bytes: &[u8]) -> Option<(u32, u32)> {
-    use turbojpeg::{Colorspace, Subsamp};
-    if !is_jpeg(bytes) || !bytes.ends_with(&[0xFF, 0xD9]) {
+    use turbojpeg::Subsamp;
+    if !bytes.ends_with(&[0xFF, 0xD9]) {
         return None;
     }
-    let h = with_jpeg(|d| d.read_header(bytes).map_err(|e| e.to_string())).ok()?;
-    let converts = !matches!(h.colorspace, Colorspace::CMYK | Colorspace::YCCK);
+    let h = jpeg_header(bytes)?;
     let tested = matches!(
         h.subsamp,
         Subsamp::None | Subsamp::Sub2x1 | Subsamp::Sub2x2 | Subsamp::Gray
     );
-    (converts && tested).then_some((h.width as u32, h.height as u32))
+    tested.then_some((h.width as u32, h.height as u32))
 }
 
 /// A crop in pixels of the source image.
