@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use modelzoo_engine::rng::SplitMix64;
-use modelzoo_vision::loader::filled_batch;
+use modelzoo_vision::loader::{filled_batch, zeroed};
 use modelzoo_vision::transforms::{
     center_crop_region, crop_pad, dct_reduction, decode, decode_region, flip_horizontal, jpeg_size,
     resize_center_crop, resized_crop, train_draws, DeviceNormalizer, Normalize, RgbPixels,
@@ -417,9 +417,9 @@ fn profile(a: &Args) -> Result<(), String> {
                 .chunks_exact(3)
                 .zip(values.chunks_exact_mut(3))
             {
-                o[0] = lut[0][p[0] as usize];
-                o[1] = lut[1][p[1] as usize];
-                o[2] = lut[2][p[2] as usize];
+                o[0].write(lut[0][p[0] as usize]);
+                o[1].write(lut[1][p[1] as usize]);
+                o[2].write(lut[2][p[2] as usize]);
             }
             lookup = t.elapsed().as_secs_f64();
             n
@@ -429,12 +429,12 @@ fn profile(a: &Args) -> Result<(), String> {
         new.add("collate", t0.elapsed().as_secs_f64() - lookup);
         drop(x);
         // The uint8 way: the loader writes the slots in the tensor itself, so its collate is
-        // the tensor alone (the copy here is left out of the time).
+        // the tensor alone (the zeroing and copy here are left out of the time).
         let t0 = Instant::now();
         let mut copy = 0.0;
         let t = filled_batch::<u8>(shape, |bytes| {
             let t = Instant::now();
-            bytes.copy_from_slice(&slots[..n * slot]);
+            zeroed(bytes).copy_from_slice(&slots[..n * slot]);
             copy = t.elapsed().as_secs_f64();
             n
         });

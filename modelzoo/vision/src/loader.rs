@@ -12,6 +12,7 @@
 //! there by the model: [`crate::transforms::DeviceNormalizer`]). Either way each sample is
 //! written straight into its slot of the batch tensor.
 
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
@@ -325,27 +326,33 @@ struct BatchJob {
 
 /// A CPU tensor of `shape` and element `T` that `f` fills in place, narrowed to the first
 /// `f(..)` entries of its first dimension (the samples `f` says it wrote): how the loader
-/// collates without a copy. Zeroed from Rust (`Tensor::zeros` would run libtorch's fill, and
-/// with it an OpenMP pool, on the loader thread).
+/// collates without a copy. The memory comes uninitialised — `f` writes every value of the
+/// samples it keeps — because zeroing it first was a second full pass over a 38 MB fp32 batch
+/// (and `Tensor::zeros` would run libtorch's fill, and with it an OpenMP pool, on the loader
+/// thread).
 pub fn filled_batch<T: tch::kind::Element>(
     shape: [i64; 4],
-    f: impl FnOnce(&mut [T]) -> usize,
+    f: impl FnOnce(&mut [MaybeUninit<T>]) -> usize,
 ) -> Tensor {
     let t = Tensor::empty(shape, (T::KIND, Device::Cpu));
     let len = shape.iter().product::<i64>().max(0) as usize;
-    let ptr = t.data_ptr() as *mut T;
+    let ptr = t.data_ptr() as *mut MaybeUninit<T>;
     let filled = if len == 0 || ptr.is_null() {
         f(&mut [])
     } else {
         // SAFETY: `t` was just allocated here for `len` elements of `T` (its kind), contiguous
         // and aligned, and nothing else references it while the slice lives (it ends with `f`);
-        // all-zero bytes are a valid `T` (uint8 0, float 0.0), written before the slice is made.
-        unsafe {
-            std::ptr::write_bytes(ptr, 0, len);
-            f(std::slice::from_raw_parts_mut(ptr, len))
-        }
+        // `MaybeUninit` asks nothing of the bytes.
+        f(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
     };
     t.narrow(0, 0, filled as i64)
+}
+
+/// `slot` zeroed and handed back as bytes, for writers that take `&mut [u8]` (the decoders).
+pub fn zeroed(slot: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+    slot.fill(MaybeUninit::new(0));
+    // SAFETY: every byte was just written, and `MaybeUninit<u8>` has `u8`'s layout.
+    unsafe { &mut *(slot as *mut [MaybeUninit<u8>] as *mut [u8]) }
 }
 
 impl BatchJob {
@@ -410,7 +417,7 @@ impl BatchJob {
         let images = filled_batch::<u8>(shape, |bytes| {
             for i in self.samples(b) {
                 let n = labels.len();
-                self.load_u8(i, &mut bytes[n * slot..(n + 1) * slot], &mut labels);
+                self.load_u8(i, zeroed(&mut bytes[n * slot..(n + 1) * slot]), &mut labels);
             }
             labels.len()
         });
@@ -441,9 +448,9 @@ impl BatchJob {
                     // 3 channels: `Normalize` has three.
                     let out = &mut values[n * slot..(n + 1) * slot];
                     for (px, o) in pixels.chunks_exact(3).zip(out.chunks_exact_mut(3)) {
-                        o[0] = lut[0][px[0] as usize];
-                        o[1] = lut[1][px[1] as usize];
-                        o[2] = lut[2][px[2] as usize];
+                        o[0].write(lut[0][px[0] as usize]);
+                        o[1].write(lut[1][px[1] as usize]);
+                        o[2].write(lut[2][px[2] as usize]);
                     }
                 }
             }
