@@ -15,13 +15,16 @@ at start-up (``sitecustomize``). When the script imports torch, CUDA is mapped o
   streams are the host's one;
 - AMP: ``autocast("cuda")`` becomes ``autocast("cpu")`` with the same dtype (fp16 by default, as
   on CUDA), ``GradScaler("cuda")`` a CPU GradScaler (real loss scaling);
-- distributed: backend ``nccl`` becomes ``gloo``; DDP of a CPU module drops ``device_ids``.
+- distributed: backend ``nccl`` becomes ``gloo``; DDP of a CPU module drops ``device_ids``; the
+  process groups are released at exit before the interpreter is torn down.
 
 Every run that loads it says so on stderr (``modelzoo port: CPU BASELINE``): its figures are the
 CPU's, never a CUDA result. Anything it does not map fails as it would without a GPU, naming
 the CUDA call.
 """
 
+import atexit
+import gc
 import importlib.abc
 import importlib.util
 import os
@@ -213,14 +216,47 @@ def _patch(torch):
 
     init_process_group = dist.init_process_group
 
+    # Gloo's worker threads drop each finished collective, and with it the last reference to a
+    # tensor Python made; that needs the GIL, which a thread cannot take once the interpreter is
+    # finalising, so the process aborts after its last line ("terminate called without an
+    # active exception", pytorch/pytorch#179291) when a worker runs late, as under load. The
+    # groups are therefore released at exit while the interpreter is whole: destroyed if the
+    # script did not, unreachable modules (DDP's reducer) collected, and then the last Python
+    # reference to each group dropped here, which destroys it with the GIL released, so its
+    # workers finish what they hold and are joined. Not after an unhandled exception: a worker
+    # may then wait on a peer that is gone, and the join with it (until Gloo's timeout).
+    groups = []
+    failed = []
+    excepthook = sys.excepthook
+
+    def note_failure(*exc):
+        failed.append(True)
+        excepthook(*exc)
+
+    sys.excepthook = note_failure
+
+    def release_groups():
+        if failed:
+            return
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        gc.collect()
+        groups.clear()
+
+    atexit.register(release_groups)
+
     def init_on_cpu(backend=None, *args, **kwargs):
-        return init_process_group(gloo(backend), *args, **kwargs)
+        out = init_process_group(gloo(backend), *args, **kwargs)
+        groups.append(dist.distributed_c10d._get_default_group())
+        return out
 
     dist.init_process_group = init_on_cpu
     new_group = dist.new_group
 
     def new_group_on_cpu(*args, backend=None, **kwargs):
-        return new_group(*args, backend=gloo(backend), **kwargs)
+        group = new_group(*args, backend=gloo(backend), **kwargs)
+        groups.append(group)
+        return group
 
     dist.new_group = new_group_on_cpu
     ddp_init = DistributedDataParallel.__init__
