@@ -10,9 +10,11 @@
 #                                             script itself (its figures measure nothing)
 #
 # On the lent machine (from this repo's root, after `make build` here): strip the binaries into an
-# ignored folder (unstripped they are over the device tool's 64 MiB carry limit), carry it, run
-#     mkdir -p out/gpu-bin && for b in run_resnet run_gpt run_vit run_llama run_bert modelzoo modelzoo-env; do
-#         strip -o out/gpu-bin/$b target/release/$b; done          # here
+# ignored folder (unstripped they are over the device tool's 64 MiB carry limit), with the
+# libjpeg-turbo libraries they link (the GPU machine has none) in its lib/, carry it, run
+#     mkdir -p out/gpu-bin/lib && for b in run_resnet run_gpt run_vit run_llama run_bert modelzoo modelzoo-env; do
+#         strip -o out/gpu-bin/$b target/release/$b; done
+#     cp -L /lib/x86_64-linux-gnu/{libjpeg.so.62,libturbojpeg.so.0} out/gpu-bin/lib/   # here
 #     bash scripts/gpu-check.sh --bin-dir out/gpu-bin --only ID,... --out $OUT/gpu-check.md   # there
 # The whole list takes longer than one device command may run: split it with --only. Each row is
 # also printed to stderr as it is measured, so a run cut off by a time limit keeps its rows.
@@ -25,18 +27,19 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bench="$root/scripts/bench"
 
-checks=(device resnet50-bs64 resnet50-bs256 resnet50-bs256-channels-last gpt345m-bf16 vit-b16-amp llama-1b-bf16 bert-base-bf16 ddp-nccl-1gpu compare-cuda-cpu)
+checks=(device resnet50-bs64 resnet50-bs256 resnet50-bs256-channels-last resnet50-jpeg-amp gpt345m-bf16 vit-b16-amp llama-1b-bf16 bert-base-bf16 ddp-nccl-1gpu compare-cuda-cpu)
 declare -A what=(
     [device]="open cuda:0 through the carried binaries (libtorch_cuda dlopen'ed at run time), \`modelzoo env\` device rows and memory (cudaMemGetInfo)"
     [resnet50-bs64]="run_resnet resnet50 bs 64 at 224 px, fp32 and AMP (fp16 autocast + loss scaling), compute only (--fixed_batch, one batch kept on the GPU): img/s vs PyTorch eager torchvision with the same settings"
     [resnet50-bs256]="the same at bs 256"
     [resnet50-bs256-channels-last]="the same at bs 256, AMP, --channels_last on both sides"
+    [resnet50-jpeg-amp]="run_resnet resnet50 bs 256 AMP trained end to end from a folder of real JPEG files (scripts/bench/loader_images.py, made there) with 12 loader workers vs PyTorch eager with torchvision's ImageFolder + DataLoader(num_workers=12) (scripts/bench/loader_reference.py train): img/s, does the loader feed the card"
     [gpt345m-bf16]="run_gpt gpt_345m_single_card.yaml, bf16 autocast, batch 8 x seq 1024: tokens/s and MFU vs PyTorch eager (scripts/bench/lm_e2e.py, same model and recipe)"
-    [vit-b16-amp]="run_vit vit_b_16 bs 64 at 224 px, AMP (fp16 autocast + loss scaling): img/s vs torchvision's ViT in PyTorch eager (scripts/bench/vit_bench.sh; needs torchvision in that python)"
+    [vit-b16-amp]="run_vit vit_b_16 bs 64 at 224 px, AMP (fp16 autocast + loss scaling), compute only (--fixed_batch; the reference trains on one fixed batch too): img/s vs torchvision's ViT in PyTorch eager (scripts/bench/vit_bench.sh; needs torchvision in that python)"
     [llama-1b-bf16]="run_llama llama_1.1b_single_card.yaml, bf16 autocast, batch 4 x seq 1024: tokens/s vs transformers' LlamaForCausalLM in PyTorch eager (scripts/bench/llama_bench.sh; needs transformers in that python)"
     [bert-base-bf16]="run_bert bert_base pretraining (masked-LM + next-sentence, LAMB), vocab 30522, bf16 autocast, batch 32 x seq 128: tokens/s vs transformers' BertForPreTraining in PyTorch eager (scripts/bench/bert_bench.sh; needs transformers in that python)"
     [ddp-nccl-1gpu]="run_resnet resnet50 bs 64 AMP as a 1-process data-parallel job (torchrun's environment: ProcessGroupNCCL from the NCCL shim embedded in run_resnet, + Reducer) vs no DDP: overhead, target < 3%"
-    [compare-cuda-cpu]="run_resnet resnet18 at 32 px, 30 steps, same seed on cuda and on cpu; \`modelzoo compare\` of the two logs (1% rule)"
+    [compare-cuda-cpu]="run_resnet resnet18 at 32 px, make demo's job (24 steps, lr 0.001, seed 7, nchw on both) on the cpu and on cuda twice, with PyTorch's defaults (TF32 convolutions) and with NVIDIA_TF32_OVERRIDE=0; \`modelzoo compare\` of each cuda log against the cpu one (1% rule)"
 )
 
 usage() { sed -n '2,/^set /p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
@@ -79,14 +82,16 @@ if ((dry)); then work="${work:-WORK}"; else work="${work:-$(mktemp -d)}"; mkdir 
 # Sizes: the real ones, or --smoke's (CPU, tiny) to exercise the script itself.
 dev=cuda r50="resnet50" bs_small=64 bs_big=256 steps=13 warmup=3
 gpt_cfg="$root/modelzoo/gpt/configs/gpt_345m_single_card.yaml" gpt_batch=8 gpt_seq=1024
-vit_env="" vit_args="vit_b_16 64 10 --device cuda --autocast" llama_env="BATCH=4 SEQ=1024 STEPS=13 SKIP=3" llama_case=1b
+vit_env="" vit_args="vit_b_16 64 10 --device cuda --autocast --fixed_batch" llama_env="BATCH=4 SEQ=1024 STEPS=13 SKIP=3" llama_case=1b
 bert_env="BATCH=32 SEQ=128 STEPS=23 SKIP=3" bert_case=base
+jpeg_files=4000 jpeg_bs=256 jpeg_k=12 jpeg_size=224
 if ((smoke)); then
     dev=cpu r50="resnet18 --image_size 32" bs_small=8 bs_big=16 steps=5 rounds=1
     gpt_cfg="$root/modelzoo/gpt/configs/gpt_tiny.yaml" gpt_batch=4 gpt_seq=64
-    vit_env="IMAGE_SIZE=32 NUM_CLASSES=10" vit_args="vit_tiny 8 3 --device cpu --autocast"
+    vit_env="IMAGE_SIZE=32 NUM_CLASSES=10" vit_args="vit_tiny 8 3 --device cpu --autocast --fixed_batch"
     llama_env="BATCH=2 SEQ=32 STEPS=4 SKIP=1" llama_case=tiny
     bert_env="BATCH=2 SEQ=32 STEPS=4 SKIP=1" bert_case=tiny
+    jpeg_files=512 jpeg_bs=8 jpeg_k=1 jpeg_size=32
 fi
 
 # The commands, one builder each: --dry-run prints them, a run evaluates them.
@@ -124,8 +129,24 @@ cmd_gpt_ref() {
 cmd_ddp1() { # out_dir port
     echo "WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 $(cmd_resnet "$1" "$dev" "$r50" "$bs_small" "$steps" --autocast)"
 }
+# make demo's job (scripts/demo.sh: lr 0.001 keeps the loss where the 1% rule means something),
+# nchw on both devices so that they differ in the device alone.
 cmd_cmp_run() { # out_dir device
-    cmd_resnet "$1" "$2" "resnet18 --image_size 32" 32 30 --seed 7 --lr 0.05
+    echo "RUST_LOG=warn $RR --device $2 --model_name resnet18 --num_classes 10 --image_size 32 --synthetic_samples 512" \
+        "--batch_size 32 --step 24 --logging_freq 1 --lr 0.001 --seed 7 --memory_format nchw --output_dir $1"
+}
+# It runs once on the CPU and twice on CUDA: with PyTorch's defaults (cuDNN convolutions in TF32
+# on Ampere and later, as a porter's CUDA baseline runs) and NVIDIA_TF32_OVERRIDE=0 (full fp32).
+cmp_env() { [[ $1 == tf32-off ]] && echo "NVIDIA_TF32_OVERRIDE=0 "; }
+# Training from real JPEG files: the folder is made there once (a few seconds a thousand files).
+cmd_jpeg_data() { echo "$py $bench/loader_images.py $work/jpeg --files $jpeg_files --val $((jpeg_bs * 2))"; }
+cmd_jpeg() { # out_dir
+    echo "RUST_LOG=warn $RR --device $dev --model_name $r50 --dataset_path $work/jpeg --batch_size $jpeg_bs" \
+        "--num_workers $jpeg_k --epoch 1000 --step $steps --logging_freq 1 --autocast --output_dir $1 -o Engine.eval_iters=1"
+}
+cmd_jpeg_ref() {
+    echo "$py $bench/loader_reference.py train --data $work/jpeg --model ${r50%% *} --size $jpeg_size --batch $jpeg_bs" \
+        "--workers $jpeg_k --warmup $warmup --steps $((steps - warmup)) --device $dev --amp"
 }
 resnet_flags() { # check id -> the flag sets it compares, one per line
     case "$1" in
@@ -142,6 +163,7 @@ if ((dry)); then
         echo "[$id] ${what[$id]}"
         case "$id" in
             device) echo "  $MZ env --json"; echo "  $(cmd_resnet "$work/open" "$dev" resnet18 8 2 --image_size 32)" ;;
+            resnet50-jpeg-amp) echo "  $(cmd_jpeg_data)"; echo "  A: $(cmd_jpeg "$work/jpeg-run")"; echo "  B: $(cmd_jpeg_ref)" ;;
             resnet50-*)
                 while IFS= read -r f; do
                     echo "  A: $(cmd_resnet "$work/$id" "$dev" "$r50" "$(resnet_batch "$id")" "$steps" $f --fixed_batch)"
@@ -155,9 +177,11 @@ if ((dry)); then
                 echo "  A: $(cmd_resnet "$work/plain" "$dev" "$r50" "$bs_small" "$steps" --autocast)"
                 echo "  B: $(cmd_ddp1 "$work/ddp" 29601)" ;;
             compare-cuda-cpu)
-                echo "  $(cmd_cmp_run "$work/cmp-baseline" "$dev")"
                 echo "  $(cmd_cmp_run "$work/cmp-candidate" cpu)"
-                echo "  $MZ compare --baseline $work/cmp-baseline/resnet18_log.json --candidate $work/cmp-candidate/resnet18_log.json --report-dir $work/cmp-report" ;;
+                for mode in defaults tf32-off; do
+                    echo "  $(cmp_env $mode)$(cmd_cmp_run "$work/cmp-$mode" "$dev")"
+                    echo "  $MZ compare --baseline $work/cmp-$mode/resnet18_log.json --candidate $work/cmp-candidate/resnet18_log.json --report-dir $work/cmp-report-$mode"
+                done ;;
         esac
     done
     exit 0
@@ -169,6 +193,9 @@ done
 torch_lib="$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)" \
     || die "$py cannot import torch; set TORCH_PYTHON to the python of torch 2.11.0"
 # The binaries carry an rpath to the build machine's .venv; here use the torch of this machine.
+# A lib/ beside the binaries holds the system libraries they link that this machine may lack
+# (libjpeg-turbo's libjpeg.so.62 and libturbojpeg.so.0; see --help).
+[[ -d $bin_dir/lib ]] && torch_lib="$torch_lib:$(cd "$bin_dir/lib" && pwd)"
 export LD_LIBRARY_PATH="$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if ((smoke)); then
     gpu="SMOKE RUN on the CPU: tests the script, measures nothing"
@@ -227,6 +254,30 @@ check_resnet() { # id
     done < <(resnet_flags "$id")
 }
 
+check_jpeg() {
+    local id=resnet50-jpeg-amp ours=() refs=() r j t0 made
+    t0=$(date +%s)
+    if ! run_logged "$(cmd_jpeg_data)" "$work/jpeg-data.log"; then
+        row $id "loader_images.py" "failed: $(tail_of "$work/jpeg-data.log")" FAIL; return
+    fi
+    made="$(tail -n1 "$work/jpeg-data.log" | sed 's/|/\\|/g'), made in $(($(date +%s) - t0)) s"
+    for r in $(seq "$rounds"); do
+        local d="$work/jpeg-$r"
+        if ! run_logged "$(cmd_jpeg "$d")" "$d.log"; then
+            row $id "run_resnet round $r" "failed: $(tail_of "$d.log")" FAIL; return
+        fi
+        ours+=("$(log_rate "$d/${r50%% *}_log.json" ips)")
+        if ! j=$(eval "$(cmd_jpeg_ref)" 2>"$d.ref.log"); then
+            row $id "pytorch round $r" "failed: $(tail_of "$d.ref.log")" FAIL; return
+        fi
+        refs+=("$(echo "$j" | tail -n1 | "$py" -c 'import json, sys; print("%.2f" % json.load(sys.stdin)["ips"])')")
+    done
+    local mo mr
+    mo=$(median "${ours[@]}") mr=$(median "${refs[@]}")
+    row $id "img/s run_resnet $mo vs eager $mr ($jpeg_k loader workers each)" "rounds: ${ours[*]} / ${refs[*]}; folder: $made" \
+        "$(verdict_ratio "$mo" "$mr")"
+}
+
 check_gpt() {
     local ours=() refs=() mfu=() r t
     for r in $(seq "$rounds"); do
@@ -277,18 +328,21 @@ check_ddp() {
         "$(py_eval '"PASS" if float(a[0]) < 3 else "MISS"' "$over")"
 }
 
-check_compare() { # the baseline on $dev, the candidate on the CPU (separate dirs: --smoke runs both on cpu)
-    local side d
-    for side in baseline:"$dev" candidate:cpu; do
-        d=${side#*:} side=${side%%:*}
-        if ! run_logged "$(cmd_cmp_run "$work/cmp-$side" "$d")" "$work/cmp-$side.log"; then
-            row compare-cuda-cpu "run_resnet $d" "failed: $(tail_of "$work/cmp-$side.log")" FAIL; return
+check_compare() {
+    if ! run_logged "$(cmd_cmp_run "$work/cmp-candidate" cpu)" "$work/cmp-candidate.log"; then
+        row compare-cuda-cpu "run_resnet cpu" "failed: $(tail_of "$work/cmp-candidate.log")" FAIL; return
+    fi
+    local mode verdict
+    for mode in defaults tf32-off; do
+        if ! run_logged "$(cmp_env $mode)$(cmd_cmp_run "$work/cmp-$mode" "$dev")" "$work/cmp-$mode.log"; then
+            row "compare-cuda-cpu ($mode)" "run_resnet $dev" "failed: $(tail_of "$work/cmp-$mode.log")" FAIL; continue
         fi
+        verdict=PASS
+        "$MZ" compare --baseline "$work/cmp-$mode/resnet18_log.json" --candidate "$work/cmp-candidate/resnet18_log.json" \
+            --report-dir "$work/cmp-report-$mode" >"$work/cmp-$mode.txt" 2>&1 || verdict=FAIL
+        row "compare-cuda-cpu ($mode)" "$dev baseline vs cpu candidate" "$(grep -E 'final value \(mean|relative error of the final|max \|relative|val\.top1|fact\(s\) differ|^(PASS|FAIL)' "$work/cmp-$mode.txt" |
+            sed 's/  */ /g; s/|/\\|/g' | tr '\n' ';' | cut -c1-900)" "$verdict"
     done
-    local verdict=PASS
-    "$MZ" compare --baseline "$work/cmp-baseline/resnet18_log.json" --candidate "$work/cmp-candidate/resnet18_log.json" \
-        --report-dir "$work/cmp-report" >"$work/cmp.txt" 2>&1 || verdict=FAIL
-    row compare-cuda-cpu "$dev baseline vs cpu candidate" "$(tail_of "$work/cmp.txt")" "$verdict"
 }
 
 echo "gpu-check: $gpu; torch libs $torch_lib; work dir $work" >&2
@@ -296,6 +350,7 @@ for id in "${selected[@]}"; do
     echo "gpu-check: [$id] ${what[$id]}" >&2
     case "$id" in
         device) check_device ;;
+        resnet50-jpeg-amp) check_jpeg ;;
         resnet50-*) check_resnet "$id" ;;
         gpt345m-bf16) check_gpt ;;
         vit-b16-amp) check_side_by_side "$id" "$(cmd_vit)" ;;

@@ -146,7 +146,10 @@ impl Device {
     pub fn try_to_device(&self, t: &tch::Tensor) -> Result<tch::Tensor, DeviceError> {
         match self.kind() {
             DeviceKind::Cpu => Ok(t.to_device(tch::Device::Cpu)),
-            DeviceKind::Cuda => Ok(t.to_device(tch::Device::Cuda(self.ordinal()))),
+            // Non-blocking: from pinned memory (the image loader's batches) the copy is queued
+            // behind the step's kernels instead of stalling the host; from pageable memory
+            // CUDA copies the source out before returning, so it is as safe as a blocking copy.
+            DeviceKind::Cuda => shim::to_device(t, self.c10_type(), self.ordinal(), true),
             DeviceKind::Sdaa => shim::to_device(t, self.c10_type(), self.ordinal(), false),
         }
     }

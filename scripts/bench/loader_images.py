@@ -2,7 +2,7 @@
 and the transform-equivalence tests: never committed, made once into a temp dir or target/.
 
   python loader_images.py OUT_DIR [--files N] [--classes C] [--val N] [--seed S]
-                                  [--min-side PX] [--max-side PX]
+                                  [--min-side PX] [--max-side PX] [--jobs J]
 
 Layout: OUT_DIR/train/<class>/*.JPEG and OUT_DIR/val/<class>/*.JPEG (--files over train,
 --val over val, both spread over --classes classes), plus OUT_DIR/READY (written last: a folder
@@ -12,12 +12,14 @@ Content is natural-looking rather than white noise: a 1/f^beta random field (the
 photographs) for the luminance and two weaker, smoother chroma fields, a few soft-edged shapes
 (objects with edges), and a little sensor grain; sizes are mixed around 500x375 (landscape,
 portrait and square, as ImageNet's), quality 85-95, 4:2:0 chroma subsampling (PIL's default,
-as most camera JPEGs). Deterministic for a seed. Prints one JSON line with the counts, mean
+as most camera JPEGs). Deterministic for a seed, whatever --jobs (processes, default all CPUs):
+each image is drawn from its own generator, seeded in order from the folder's. Prints one JSON line with the counts, mean
 size and mean bytes.
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 
@@ -67,6 +69,13 @@ def image(rng, w, h):
     return Image.fromarray((np.clip(rgb, 0, 1) * 255 + 0.5).astype(np.uint8), "RGB")
 
 
+def write(task):
+    """Draw and save one image; returns (bytes, pixels)."""
+    path, w, h, seed, quality = task
+    image(np.random.default_rng(seed), w, h).save(path, "JPEG", quality=quality)
+    return os.path.getsize(path), w * h
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out")
@@ -76,12 +85,14 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--min-side", type=int, default=0, help="scale shapes so the short side is at least this")
     p.add_argument("--max-side", type=int, default=0, help="scale shapes so the long side is at most this")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes drawing images")
     a = p.parse_args()
     if a.files < 1 or a.classes < 1:
         sys.exit("loader_images: --files and --classes must be at least 1")
     n_val = a.files // 4 if a.val is None else a.val
     ready = os.path.join(a.out, "READY")
-    want = {"files": a.files, "val": n_val, "classes": a.classes, "seed": a.seed,
+    # "scheme" 2: one generator per image (1 drew every image from the folder's generator).
+    want = {"scheme": 2, "files": a.files, "val": n_val, "classes": a.classes, "seed": a.seed,
             "min_side": a.min_side, "max_side": a.max_side}
     if os.path.exists(ready):
         with open(ready) as f:
@@ -93,7 +104,7 @@ def main():
     shapes = [s for s, _ in SHAPES]
     weights = np.array([wt for _, wt in SHAPES], float)
     weights /= weights.sum()
-    total_bytes = total_px = 0
+    tasks = []
     for split, n in (("train", a.files), ("val", n_val)):
         for c in range(a.classes):
             os.makedirs(os.path.join(a.out, split, f"c{c:03d}"), exist_ok=True)
@@ -106,11 +117,12 @@ def main():
             if a.max_side:
                 s = min(s, a.max_side / max(w, h))
             w, h = max(1, int(w * s)), max(1, int(h * s))
-            img = image(rng, w, h)
             path = os.path.join(a.out, split, f"c{i % a.classes:03d}", f"{split}_{i:06d}.JPEG")
-            img.save(path, "JPEG", quality=int(rng.integers(85, 96)))
-            total_bytes += os.path.getsize(path)
-            total_px += w * h
+            tasks.append((path, w, h, int(rng.integers(2**63)), int(rng.integers(85, 96))))
+    with multiprocessing.Pool(max(1, a.jobs)) as pool:
+        sizes = pool.map(write, tasks, chunksize=8)
+    total_bytes = sum(b for b, _ in sizes)
+    total_px = sum(px for _, px in sizes)
     n_all = a.files + n_val
     info = {"params": want, "images": n_all, "mean_pixels": total_px // max(n_all, 1),
             "mean_bytes": total_bytes // max(n_all, 1)}

@@ -30,9 +30,11 @@ fn dry_run_lists_every_check_with_its_commands() {
         ("resnet50-bs64", "--batch_size 64"),
         ("resnet50-bs256", "--batch_size 256"),
         ("resnet50-bs256-channels-last", "--channels_last"),
+        ("resnet50-jpeg-amp", "--dataset_path"),
         ("gpt345m-bf16", "--amp_dtype bf16"),
         ("ddp-nccl-1gpu", "WORLD_SIZE=1"),
-        ("compare-cuda-cpu", "compare"),
+        ("compare-cuda-cpu", "--memory_format nchw"),
+        ("compare-cuda-cpu", "NVIDIA_TF32_OVERRIDE=0"),
     ] {
         let section = stdout
             .split(&format!("[{id}]"))

@@ -104,7 +104,12 @@ impl Recipe for ResNetRecipe {
         } else {
             BatchPixels::Float
         };
-        let (train, val) = (train.pixels(pixels), val.pixels(pixels));
+        let pin = (run.device.kind() == DeviceKind::Cuda)
+            .then(|| tch::Device::Cuda(run.device.ordinal()));
+        let (train, val) = (
+            train.pixels(pixels).pinned_for(pin),
+            val.pixels(pixels).pinned_for(pin),
+        );
         let input_normalization = train.normalization();
         tracing::info!("loader batches {:?}", train.batch_pixels());
         let hyper = Hyper {

@@ -192,3 +192,25 @@ fn corrupt_and_truncated_jpegs_are_skipped_and_counted_on_every_path() {
     let data = Arc::new(ImageFolder::scan(dir.path(), Split::Train, 32).unwrap());
     check_three_ways(data, "ImageFolder with a corrupt and a truncated file");
 }
+
+/// Batches pinned for a CUDA device hold the values of pageable ones, pinned where a CUDA device
+/// can pin them; where none can (a machine without a GPU) they stay pageable and loading goes on.
+#[test]
+fn batches_pinned_for_cuda_hold_the_same_values() {
+    let dir = tempfile::tempdir().unwrap();
+    folder(dir.path());
+    let data: Arc<dyn Dataset> = Arc::new(ImageFolder::scan(dir.path(), Split::Train, 32).unwrap());
+    let cuda = tch::Device::Cuda(0);
+    let plain = batches(&Loader::new(Arc::clone(&data), opts(2)).pixels(BatchPixels::Uint8));
+    let loader = Loader::new(data, opts(2))
+        .pixels(BatchPixels::Uint8)
+        .pinned_for(Some(cuda));
+    let pinned: Vec<_> = loader.epoch(1, 0).collect();
+    assert_eq!(plain.len(), pinned.len());
+    let can_pin = tch::Cuda::is_available();
+    for ((images, labels), b) in plain.iter().zip(&pinned) {
+        assert_eq!(labels, &Vec::<i64>::try_from(&b.labels).unwrap());
+        assert!(images.equal(&b.images), "pinning changes no value");
+        assert_eq!(b.images.is_pinned(cuda), can_pin);
+    }
+}
