@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): the training step of run_resnet and run_gpt against PyTorch eager on
 # the same torch, side by side in one run — every combination of case x threads x precision x
-# comparison, alternating rounds (run_<model>, then PyTorch), the median ratio of each.
+# comparison, alternating rounds (run_<model> first in odd rounds, PyTorch first in even ones),
+# the median ratio of each and the quartiles of the rounds' ratios.
 #
 #   scripts/bench/step_bench.sh [--device cuda] [case ...]
 #       cases: resnet18 resnet50 gpt124m (the default) and gpt_tiny; --device (or DEVICE=) runs
@@ -58,28 +59,20 @@ fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-# One round of one combination: prints "OURS REF" (images/s or tokens/s).
+# One round of one combination: prints "OURS REF" (images/s or tokens/s). $5 says which side
+# runs first: the rounds alternate it, so that neither side always runs first (on a shared VM
+# the first of two back-to-back runs is not the same as the second).
 round() {
-    local case=$1 threads=$2 prec=$3 mode=$4 out="$tmp/run"
-    rm -rf "$out"
-    local ours ref ours_flags=() ref_flags=()
+    local case=$1 threads=$2 prec=$3 mode=$4 first=$5 out="$tmp/run"
+    local ours ref ours_flags=() ref_flags=() bs warm steps cfg batch seq skip
     export OMP_NUM_THREADS="$threads" RUST_LOG=warn
     if [[ $case == resnet* ]]; then
-        local bs=16 warm=2 steps=5
+        bs=16 warm=2 steps=5
         [[ $prec == bf16 ]] && { ours_flags+=(--autocast); ref_flags+=(--amp); }
         [[ $mode == compute ]] && { ours_flags+=(--fixed_batch); ref_flags+=(--data fixed); }
         [[ $mode == e2e ]] && ref_flags+=(--data loader --num_workers 1)
         [[ ${REFERENCE_NHWC:-0} == 1 ]] && ref_flags+=(--channels_last)
-        "$root/target/release/run_resnet" --model_name "$case" --batch_size $bs --step $((warm + steps)) \
-            --logging_freq 1 --num_workers 1 --synthetic_samples $((bs * (warm + steps + 1))) \
-            --device "$device" --output_dir "$out" "${ours_flags[@]}" >"$tmp/stdout" 2>"$tmp/stderr" \
-            || { cat "$tmp/stderr" >&2; return 1; }
-        ours=$("$py" "$bench/log_rate.py" "$out/${case}_log.json" --skip $warm | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ips"])')
-        ref=$(PYTHONPATH="$pydir" "$py" "$bench/resnet_reference.py" --model "$case" --batch_size $bs \
-            --warmup $warm --steps $steps --threads "$threads" --device "$device" "${ref_flags[@]}" \
-            | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ips"])')
     else
-        local cfg batch seq steps skip
         case $case in
             gpt124m) cfg=gpt_124m.yaml batch=1 seq=128 steps=7 skip=2 ;;
             gpt_tiny) cfg=gpt_tiny.yaml batch=16 seq=64 steps=40 skip=5 ;;
@@ -87,6 +80,30 @@ round() {
         cfg="$root/modelzoo/gpt/configs/$cfg"
         [[ $prec == bf16 ]] && { ours_flags+=(--autocast --amp_dtype bf16); ref_flags+=(--amp bf16); }
         [[ $mode == compute ]] && { ours_flags+=(--fixed_batch); ref_flags+=(--data fixed); }
+    fi
+    if [[ $first == ours ]]; then
+        ours=$(side ours) && ref=$(side ref)
+    else
+        ref=$(side ref) && ours=$(side ours)
+    fi
+    echo "$ours $ref"
+}
+
+# One side of a round (ours or ref), run inside round(), whose locals say what to run.
+side() {
+    if [[ $case == resnet* && $1 == ours ]]; then
+        rm -rf "$out"
+        "$root/target/release/run_resnet" --model_name "$case" --batch_size $bs --step $((warm + steps)) \
+            --logging_freq 1 --num_workers 1 --synthetic_samples $((bs * (warm + steps + 1))) \
+            --device "$device" --output_dir "$out" "${ours_flags[@]}" >"$tmp/stdout" 2>"$tmp/stderr" \
+            || { cat "$tmp/stderr" >&2; return 1; }
+        "$py" "$bench/log_rate.py" "$out/${case}_log.json" --skip $warm | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ips"])'
+    elif [[ $case == resnet* ]]; then
+        PYTHONPATH="$pydir" "$py" "$bench/resnet_reference.py" --model "$case" --batch_size $bs \
+            --warmup $warm --steps $steps --threads "$threads" --device "$device" "${ref_flags[@]}" \
+            | "$py" -c 'import json,sys; print(json.load(sys.stdin)["ips"])'
+    elif [[ $1 == ours ]]; then
+        rm -rf "$out"
         # Precision comes from PRECISIONS alone: gpt_124m.yaml's own use_pure_fp16 is switched off.
         "$root/target/release/run_gpt" -c "$cfg" --step $steps --output_dir "$out" --seed 42 \
             --device "$device" "${ours_flags[@]}" -o Engine.mix_precision.use_pure_fp16=False \
@@ -97,11 +114,11 @@ round() {
             -o Engine.eval_freq=1000000 -o Engine.eval_iters=1 \
             -o Engine.save_load.save_steps=1000000 >"$tmp/stdout" 2>"$tmp/stderr" \
             || { cat "$tmp/stderr" >&2; return 1; }
-        ours=$("$py" "$bench/lm_e2e.py" log "$out/gpt_log.json" --skip $skip | awk '{print $3}')
-        ref=$("$py" -W ignore "$bench/lm_e2e.py" run gpt "$cfg" --batch $batch --seq $seq --steps $steps \
-            --skip $skip --device "$device" "${ref_flags[@]}" | awk '{print $3}')
+        "$py" "$bench/lm_e2e.py" log "$out/gpt_log.json" --skip $skip | awk '{print $3}'
+    else
+        "$py" -W ignore "$bench/lm_e2e.py" run gpt "$cfg" --batch $batch --seq $seq --steps $steps \
+            --skip $skip --device "$device" "${ref_flags[@]}" | awk '{print $3}'
     fi
-    echo "$ours $ref"
 }
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) cores; torch $("$py" -c 'import torch; print(torch.__version__)'); device $device"
@@ -113,7 +130,7 @@ for case in "${cases[@]}"; do
             for mode in "${modes[@]}"; do
                 ratios=() ours_all=() ref_all=()
                 for r in $(seq "$rounds"); do
-                    read -r ours ref < <(round "$case" "$threads" "$prec" "$mode")
+                    read -r ours ref < <(round "$case" "$threads" "$prec" "$mode" "$( ((r % 2)) && echo ours || echo ref)")
                     ratio=$("$py" -c 'import sys; print(f"{float(sys.argv[1]) / float(sys.argv[2]):.3f}")' "$ours" "$ref")
                     echo "$case threads $threads $prec $mode round $r: run_$([[ $case == gpt* ]] && echo gpt || echo resnet) $ours, pytorch $ref, ratio $ratio [load $(cut -d' ' -f1 /proc/loadavg)]"
                     ratios+=("$ratio") ours_all+=("$ours") ref_all+=("$ref")
@@ -122,8 +139,10 @@ for case in "${cases[@]}"; do
 import statistics, sys
 case, threads, prec, mode, ratios, ours, ref = sys.argv[1:]
 med = lambda s: statistics.median(float(x) for x in s.split())
+r = [float(x) for x in ratios.split()]
+q = statistics.quantiles(r, n=4, method="inclusive") if len(r) > 1 else [r[0]] * 3
 print(f"| {case} | {threads} | {prec} | {mode} | {med(ours):.2f} | {med(ref):.2f} | "
-      f"{', '.join(ratios.split())} | **{med(ratios):.3f}** |")
+      f"{', '.join(ratios.split())} | {q[0]:.3f}–{q[2]:.3f} | **{med(ratios):.3f}** |")
 PY
 )")
             done
@@ -132,6 +151,6 @@ PY
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| case | threads | precision | comparison | run_<model> (median) | PyTorch (median) | ratio per round | median ratio |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| case | threads | precision | comparison | run_<model> (median) | PyTorch (median) | ratio per round | ratio quartiles | median ratio |"
+echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
