@@ -13,8 +13,8 @@ photographs) for the luminance and two weaker, smoother chroma fields, a few sof
 (objects with edges), and a little sensor grain; sizes are mixed around 500x375 (landscape,
 portrait and square, as ImageNet's), quality 85-95, 4:2:0 chroma subsampling (PIL's default,
 as most camera JPEGs). Deterministic for a seed, whatever --jobs (processes, default all CPUs):
-each image is drawn from its own generator, seeded in order from the folder's. Prints one JSON line with the counts, mean
-size and mean bytes.
+each image is drawn from its own generator, seeded in order from the folder's. Prints one JSON
+line with the counts, mean size and mean bytes.
 """
 
 import argparse
