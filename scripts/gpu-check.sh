@@ -38,7 +38,7 @@ declare -A what=(
     [vit-b16-amp]="run_vit vit_b_16 bs 64 at 224 px, AMP (fp16 autocast + loss scaling), compute only (--fixed_batch; the reference trains on one fixed batch too): img/s vs torchvision's ViT in PyTorch eager (scripts/bench/vit_bench.sh; needs torchvision in that python)"
     [llama-1b-bf16]="run_llama llama_1.1b_single_card.yaml, bf16 autocast, batch 4 x seq 1024: tokens/s vs transformers' LlamaForCausalLM in PyTorch eager (scripts/bench/llama_bench.sh; needs transformers in that python)"
     [bert-base-bf16]="run_bert bert_base pretraining (masked-LM + next-sentence, LAMB), vocab 30522, bf16 autocast, batch 32 x seq 128: tokens/s vs transformers' BertForPreTraining in PyTorch eager (scripts/bench/bert_bench.sh; needs transformers in that python)"
-    [ddp-nccl-1gpu]="run_resnet resnet50 bs 64 AMP as a 1-process data-parallel job (torchrun's environment: ProcessGroupNCCL from the NCCL shim embedded in run_resnet, + Reducer) vs no DDP: overhead, target < 3%"
+    [ddp-nccl-1gpu]="run_resnet resnet50 bs 64 AMP, compute only (--fixed_batch, so that the loader does not hide the difference), as a 1-process data-parallel job (torchrun's environment: ProcessGroupNCCL from the NCCL shim embedded in run_resnet, + Reducer) vs no DDP: overhead, target < 3%"
     [compare-cuda-cpu]="run_resnet resnet18 at 32 px, make demo's job (24 steps, lr 0.001, seed 7, nchw on both) on the cpu and on cuda twice, with PyTorch's defaults (TF32 convolutions) and with NVIDIA_TF32_OVERRIDE=0; \`modelzoo compare\` of each cuda log against the cpu one (1% rule)"
 )
 
@@ -127,7 +127,7 @@ cmd_gpt_ref() {
 # A data-parallel job of one process, in the environment `torchrun --nproc_per_node 1` gives it
 # (run_<model>'s own --nproc_per_node 1 runs without a process group).
 cmd_ddp1() { # out_dir port
-    echo "WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 $(cmd_resnet "$1" "$dev" "$r50" "$bs_small" "$steps" --autocast)"
+    echo "WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 $(cmd_resnet "$1" "$dev" "$r50" "$bs_small" "$steps" --autocast --fixed_batch)"
 }
 # make demo's job (scripts/demo.sh: lr 0.001 keeps the loss where the 1% rule means something),
 # nchw on both devices so that they differ in the device alone.
@@ -174,7 +174,7 @@ if ((dry)); then
             llama-1b-bf16) echo "  $(cmd_llama)" ;;
             bert-base-bf16) echo "  $(cmd_bert)" ;;
             ddp-nccl-1gpu)
-                echo "  A: $(cmd_resnet "$work/plain" "$dev" "$r50" "$bs_small" "$steps" --autocast)"
+                echo "  A: $(cmd_resnet "$work/plain" "$dev" "$r50" "$bs_small" "$steps" --autocast --fixed_batch)"
                 echo "  B: $(cmd_ddp1 "$work/ddp" 29601)" ;;
             compare-cuda-cpu)
                 echo "  $(cmd_cmp_run "$work/cmp-candidate" cpu)"
@@ -312,7 +312,7 @@ check_ddp() {
     local plain=() ddp=() r
     for r in $(seq "$rounds"); do
         local d="$work/ddp-$r"
-        if ! run_logged "$(cmd_resnet "$d-plain" "$dev" "$r50" "$bs_small" "$steps" --autocast)" "$d-plain.log"; then
+        if ! run_logged "$(cmd_resnet "$d-plain" "$dev" "$r50" "$bs_small" "$steps" --autocast --fixed_batch)" "$d-plain.log"; then
             row ddp-nccl-1gpu "no-DDP round $r" "failed: $(tail_of "$d-plain.log")" FAIL; return
         fi
         plain+=("$(log_rate "$d-plain/${r50%% *}_log.json" ips)")

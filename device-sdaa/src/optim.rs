@@ -12,7 +12,8 @@ use crate::shim::check;
 use crate::DeviceError;
 
 extern "C" {
-    fn mzd_fused_adamw(
+    fn mzd_fused_moments(
+        lamb: c_int,
         params: *const *mut C_tensor,
         grads: *const *mut C_tensor,
         exp_avgs: *const *mut C_tensor,
@@ -36,6 +37,14 @@ extern "C" {
         nesterov: c_int,
     ) -> *mut c_char;
     fn mzd_grads_set_none(params: *const *mut C_tensor, n: i64) -> *mut c_char;
+    fn mzd_grad_norm(ts: *const *mut C_tensor, n: i64, out: *mut *mut C_tensor) -> *mut c_char;
+    fn mzd_mul_(ts: *const *mut C_tensor, n: i64, factor: *const C_tensor) -> *mut c_char;
+    fn mzd_unscale_(
+        grads: *const *mut C_tensor,
+        n: i64,
+        found_inf: *mut C_tensor,
+        inv_scale: *const C_tensor,
+    ) -> *mut c_char;
 }
 
 /// One AdamW hyper-parameter set (`torch.optim.AdamW`, amsgrad off).
@@ -49,6 +58,10 @@ pub struct AdamW {
     /// This update's 1-based count (bias correction).
     pub step: u64,
 }
+
+/// LAMB's hyper-parameters: AdamW's (the trust ratio has none of its own; `weight_decay` 0
+/// means no decay and no trust ratio, the engine's group without decay).
+pub type Lamb = AdamW;
 
 /// One SGD hyper-parameter set (`torch.optim.SGD`, dampening 0).
 #[derive(Debug, Clone, Copy)]
@@ -124,12 +137,36 @@ pub fn fused_adamw(
     exp_avg_sqs: &[&Tensor],
     h: AdamW,
 ) -> Result<(), DeviceError> {
-    let lens = [params.len(), grads.len(), exp_avgs.len(), exp_avg_sqs.len()];
-    let n = same_len(&lens, "AdamW")?;
-    let (p, g, m, v) = (ptrs(params), ptrs(grads), ptrs(exp_avgs), ptrs(exp_avg_sqs));
+    let lists = [params, grads, exp_avgs, exp_avg_sqs];
+    with_moments(false, lists, h, "a fused AdamW update")
+}
+
+/// LAMB over `params` with their `grads` and Adam moments, in place: the engine's update
+/// (`modelzoo_engine::Algorithm::Lamb`) as multi-tensor `torch._foreach_*` ops.
+pub fn fused_lamb(
+    params: &[&Tensor],
+    grads: &[&Tensor],
+    exp_avgs: &[&Tensor],
+    exp_avg_sqs: &[&Tensor],
+    h: Lamb,
+) -> Result<(), DeviceError> {
+    let lists = [params, grads, exp_avgs, exp_avg_sqs];
+    with_moments(true, lists, h, "a fused LAMB update")
+}
+
+/// AdamW or LAMB (`lamb`) over parameters, gradients and both moments (`lists`).
+fn with_moments(
+    lamb: bool,
+    lists: [&[&Tensor]; 4],
+    h: AdamW,
+    action: &'static str,
+) -> Result<(), DeviceError> {
+    let n = same_len(&lists.map(<[_]>::len), action)?;
+    let [p, g, m, v] = lists.map(ptrs);
     // SAFETY: every pointer is a live at::Tensor for the duration of the call.
     let err = unsafe {
-        mzd_fused_adamw(
+        mzd_fused_moments(
+            lamb.into(),
             p.as_ptr(),
             g.as_ptr(),
             m.as_ptr(),
@@ -143,7 +180,7 @@ pub fn fused_adamw(
             h.step as i64,
         )
     };
-    check(err, "a fused AdamW update")
+    check(err, action)
 }
 
 /// `torch._fused_sgd_` over `params` with their `grads` and momentum buffers (ignored, and
@@ -176,6 +213,98 @@ pub fn fused_sgd(
         )
     };
     check(err, "a fused SGD update")
+}
+
+/// Whether the multi-tensor ops below take `tensors`: all on the CPU, or all on one CUDA
+/// device. Others (SDAA tensors) go through one op per tensor.
+fn multi_tensor(tensors: &[Tensor]) -> bool {
+    tensors.first().is_some_and(|first| {
+        matches!(first.device(), Device::Cpu | Device::Cuda(_))
+            && tensors.iter().all(|t| t.device() == first.device())
+    })
+}
+
+fn handles(tensors: &[Tensor]) -> Vec<*mut C_tensor> {
+    ptrs(&tensors.iter().collect::<Vec<_>>())
+}
+
+/// The L2 norm of all `grads` together (float32, 0-dim, on their device; 0 for none): the
+/// total norm of `torch.nn.utils.clip_grad_norm_`.
+pub fn grad_norm(grads: &[Tensor]) -> Result<Tensor, DeviceError> {
+    if grads.is_empty() {
+        return Ok(Tensor::zeros([], (Kind::Float, Device::Cpu)));
+    }
+    if !multi_tensor(grads) {
+        let norms: Vec<Tensor> = grads
+            .iter()
+            .map(|g| g.to_kind(Kind::Float).norm())
+            .collect();
+        return Ok(Tensor::stack(&norms, 0).norm());
+    }
+    let g = handles(grads);
+    let mut out = std::ptr::null_mut();
+    // SAFETY: every pointer is a live at::Tensor for the duration of the call; on success
+    // `out` is a new at::Tensor that the returned Tensor owns.
+    check(
+        unsafe { mzd_grad_norm(g.as_ptr(), g.len() as i64, &mut out) },
+        "the gradient norm",
+    )?;
+    Ok(unsafe { Tensor::from_ptr(out) })
+}
+
+/// `tensors[i] *= factor` in place (`factor`: one element, on their device).
+pub fn mul_(tensors: &[Tensor], factor: &Tensor) -> Result<(), DeviceError> {
+    if !multi_tensor(tensors) {
+        // 0-dim, so that it broadcasts into 0-dim tensors too.
+        let factor = factor.reshape([]);
+        tch::no_grad(|| {
+            for t in tensors {
+                let _ = t.shallow_clone().g_mul_(&factor.to_kind(t.kind()));
+            }
+        });
+        return Ok(());
+    }
+    let t = handles(tensors);
+    // SAFETY: every pointer is a live at::Tensor for the duration of the call.
+    check(
+        unsafe { mzd_mul_(t.as_ptr(), t.len() as i64, factor.as_ptr()) },
+        "scaling the gradients",
+    )
+}
+
+/// The fp16 loss scaler's unscale (`GradScaler.unscale_`): `grads[i] *= inv_scale` in place,
+/// and `found_inf` (one float element, on their device) set to 1 when a gradient holds an
+/// inf or a NaN, left as it is otherwise.
+pub fn unscale_(
+    grads: &[Tensor],
+    inv_scale: &Tensor,
+    found_inf: &Tensor,
+) -> Result<(), DeviceError> {
+    if !multi_tensor(grads) {
+        mul_(grads, inv_scale)?;
+        if !grads.is_empty() {
+            let bad = grad_norm(grads)?
+                .isfinite()
+                .logical_not()
+                .to_kind(Kind::Float);
+            let seen = found_inf.maximum(&bad.reshape(found_inf.size()));
+            found_inf.shallow_clone().copy_(&seen);
+        }
+        return Ok(());
+    }
+    let g = handles(grads);
+    // SAFETY: every pointer is a live at::Tensor for the duration of the call.
+    check(
+        unsafe {
+            mzd_unscale_(
+                g.as_ptr(),
+                g.len() as i64,
+                found_inf.as_ptr().cast_mut(),
+                inv_scale.as_ptr(),
+            )
+        },
+        "unscaling the gradients",
+    )
 }
 
 /// Drop the gradients of `params` (`zero_grad(set_to_none=True)`).

@@ -656,45 +656,29 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         };
         let cfg = opt.config.clone();
         let lr = cfg.schedule.lr_at(cfg.lr, self.counters.step, total);
-        let mut grads = opt.grads();
-        if let Some(sc) = &self.scaler {
-            sc.unscale(&mut grads);
+        let grads = opt.grads();
+        let step = self.counters.step + 1;
+        let op_failed = |source| EngineError::OptimizerStep { step, source };
+        // torch.amp.GradScaler's order: unscale, clip, then skip the step on inf/NaN.
+        let found_inf = match &self.scaler {
+            Some(sc) if !grads.is_empty() => Some(sc.unscale(&grads).map_err(op_failed)?),
+            _ => None,
+        };
+        if let (Some(max), false) = (cfg.clip_grad_norm, grads.is_empty()) {
+            let total_norm = device_sdaa::optim::grad_norm(&grads).map_err(op_failed)?;
+            let coef = ((total_norm + 1e-6).reciprocal() * max).clamp_max(1.0);
+            device_sdaa::optim::mul_(&grads, &coef).map_err(op_failed)?;
         }
-        let need_norm = cfg.clip_grad_norm.is_some() || self.scaler.is_some();
         let mut do_step = true;
-        if need_norm && !grads.is_empty() {
-            let norms: Vec<Tensor> = grads
-                .iter()
-                .map(|g| g.to_kind(Kind::Float).norm())
-                .collect();
-            let total_norm = Tensor::stack(&norms, 0).norm();
-            if let Some(max) = cfg.clip_grad_norm {
-                let coef = (&total_norm + 1e-6).reciprocal() * max;
-                let coef = coef.clamp_max(1.0);
-                tch::no_grad(|| {
-                    for g in grads.iter_mut() {
-                        let _ = g.g_mul_(&coef.to_kind(g.kind()));
-                    }
-                });
-            }
-            if let Some(sc) = self.scaler.as_mut() {
-                let found_inf = total_norm
-                    .isfinite()
-                    .logical_not()
-                    .to_kind(Kind::Float)
-                    .reshape([1]);
-                sc.update(&found_inf);
-                do_step = found_inf.double_value(&[0]) == 0.0;
-                if !do_step {
-                    tracing::info!(
-                        "fp16 overflow at step {}: step skipped, loss scale lowered",
-                        self.counters.step + 1
-                    );
-                }
+        if let (Some(sc), Some(found_inf)) = (self.scaler.as_mut(), &found_inf) {
+            sc.update(found_inf);
+            do_step = found_inf.double_value(&[0]) == 0.0;
+            if !do_step {
+                tracing::info!("fp16 overflow at step {step}: step skipped, loss scale lowered");
             }
         }
         if do_step {
-            opt.step(lr);
+            opt.step(lr).map_err(op_failed)?;
         }
         opt.zero_grad();
         Ok(lr)

@@ -62,6 +62,13 @@ pub enum EngineError {
     },
     #[error("cannot place the model on {device}: {message}")]
     Device { device: String, message: String },
+    /// A multi-tensor op of the optimizer step (unscale, clip, LAMB) failed in libtorch.
+    #[error("optimizer step {step}: {source}")]
+    OptimizerStep {
+        step: u64,
+        #[source]
+        source: device_sdaa::DeviceError,
+    },
     #[error("training data yields {batches} batch(es) per epoch, fewer than accumulate_steps = {accumulate}: lower the batch size or the accumulation")]
     NoData { batches: usize, accumulate: u64 },
     #[error("invalid engine settings: {0}")]
@@ -124,6 +131,7 @@ impl EngineError {
             | EngineError::Checkpoint { .. }
             | EngineError::NonFiniteLoss { .. }
             | EngineError::Device { .. }
+            | EngineError::OptimizerStep { .. }
             | EngineError::Distributed(_)
             | EngineError::Dump(_) => 1,
         }

@@ -40,7 +40,7 @@ pub enum Algorithm {
     /// the per-tensor trust ratio `φ = ‖p‖ / ‖r‖` (1 when either norm is 0) — for parameters
     /// with weight decay; the others (biases, LayerNorm) take `φ = 1`, as apex
     /// (`use_nvlamb=False`) and the MLPerf reference (`exclude_from_layer_adaptation`) do.
-    /// No fused kernel: always the single-tensor update.
+    /// Updated as multi-tensor `torch._foreach_*` ops ([`device_sdaa::optim::fused_lamb`]).
     Lamb {
         beta1: f64,
         beta2: f64,
@@ -213,11 +213,13 @@ impl Optimizer {
         }
     }
 
-    /// One update at learning rate `lr` (PyTorch's `SGD` / `AdamW` semantics). Parameters on
-    /// the CPU or CUDA go through libtorch's fused kernels (`fused=True` in torch.optim), one
-    /// call per weight-decay group (channels-last weights included); any other (an SDAA
-    /// tensor, a non-dense layout) takes the single-tensor update torch.optim uses by default.
-    pub fn step(&mut self, lr: f64) {
+    /// One update at learning rate `lr` (PyTorch's `SGD` / `AdamW` semantics, LAMB as apex
+    /// computes it). Parameters on the CPU or CUDA go through libtorch's fused kernels
+    /// (`fused=True` in torch.optim; LAMB: multi-tensor `_foreach_*` ops), one call per
+    /// weight-decay group (channels-last weights included); any other (an SDAA tensor, a
+    /// non-dense layout) takes the single-tensor update torch.optim uses by default. An error
+    /// is a failed LAMB update (out of memory), which may have changed the moments already.
+    pub fn step(&mut self, lr: f64) -> Result<(), device_sdaa::DeviceError> {
         self.updates += 1;
         let (algorithm, wd, step) = (
             self.config.algorithm,
@@ -234,8 +236,7 @@ impl Optimizer {
             }
             let mut all = vec![&p.param, g];
             all.extend(p.state.iter());
-            let has_kernel = !matches!(algorithm, Algorithm::Lamb { .. });
-            if !has_kernel || !device_sdaa::optim::fusable(&all) {
+            if !device_sdaa::optim::fusable(&all) {
                 single.push(i);
                 continue;
             }
@@ -248,6 +249,11 @@ impl Optimizer {
         for ((decay, _, _), members) in groups {
             let group_wd = if decay { wd } else { 0.0 };
             if let Err(e) = self.fused_update(&members, &grads, algorithm, lr, group_wd, step) {
+                // LAMB's multi-tensor ops may fail after changing the moments: a second update
+                // would apply the step twice.
+                if matches!(algorithm, Algorithm::Lamb { .. }) {
+                    return Err(e);
+                }
                 tracing::debug!("{e}; single-tensor update instead");
                 single.extend(members);
             }
@@ -259,6 +265,7 @@ impl Optimizer {
                 single_tensor_update(p, grads[i].shallow_clone(), algorithm, lr, group_wd, step);
             }
         });
+        Ok(())
     }
 
     fn fused_update(
@@ -291,24 +298,26 @@ impl Optimizer {
                 beta1,
                 beta2,
                 epsilon,
-            } => device_sdaa::optim::fused_adamw(
-                &params,
-                &grads,
-                &slot(0),
-                &slot(1),
-                device_sdaa::optim::AdamW {
+            }
+            | Algorithm::Lamb {
+                beta1,
+                beta2,
+                epsilon,
+            } => {
+                let update = if matches!(algorithm, Algorithm::Lamb { .. }) {
+                    device_sdaa::optim::fused_lamb
+                } else {
+                    device_sdaa::optim::fused_adamw
+                };
+                let h = device_sdaa::optim::AdamW {
                     lr,
                     beta1,
                     beta2,
                     eps: epsilon,
                     weight_decay,
                     step,
-                },
-            ),
-            Algorithm::Lamb { .. } => {
-                unreachable!(
-                    "LAMB has no fused kernel: step() sends it to the single-tensor update"
-                )
+                };
+                update(&params, &grads, &slot(0), &slot(1), h)
             }
         }
     }
@@ -442,7 +451,7 @@ mod tests {
             let loss =
                 (&w * Tensor::from_slice(&[0.5f32, -1.0]).reshape([1, 2])).sum(tch::Kind::Float);
             loss.backward();
-            sgd.step(0.1);
+            sgd.step(0.1).unwrap();
             for i in 0..2 {
                 let g = grad[i] + 0.01 * wv[i];
                 buf[i] = 0.9 * buf[i] + g;
@@ -489,7 +498,7 @@ mod tests {
             let loss = (&w * &k * (i + 1) as f64).sum(tch::Kind::Double)
                 + (&b * &b).sum(tch::Kind::Double);
             loss.backward();
-            opt.step(0.01);
+            opt.step(0.01).unwrap();
         }
         let wv: Vec<f64> = w.flatten(0, -1).try_into().unwrap();
         let bv: Vec<f64> = b.try_into().unwrap();
@@ -531,6 +540,11 @@ mod tests {
                 beta2: 0.95,
                 epsilon: 1e-8,
             },
+            Algorithm::Lamb {
+                beta1: 0.9,
+                beta2: 0.999,
+                epsilon: 1e-6,
+            },
         ] {
             let cfg = OptimizerConfig {
                 lr: 0.05,
@@ -548,7 +562,7 @@ mod tests {
                     let fused =
                         device_sdaa::optim::fusable(&[&w, &w.grad(), &opt.params[0].state[0]]);
                     assert_eq!(fused, layout != "strided", "{layout}: fused path taken");
-                    opt.step(0.05);
+                    opt.step(0.05).unwrap();
                     opt.zero_grad();
                     assert!(!w.grad().defined(), "zero_grad drops the gradient");
                 }
@@ -617,9 +631,16 @@ mod tests {
     /// written element by element in f64 here. Three tensors: a decayed matrix, a bias (no
     /// decay, so no trust ratio) and an all-zero matrix (‖p‖ = 0 → ratio 1). Tolerance 1e-12
     /// in float64 (the same arithmetic in another order); a missing bias correction, trust
-    /// ratio or decay term moves the result by 1e-4 or more.
+    /// ratio or decay term moves the result by 1e-4 or more. Both paths: the multi-tensor
+    /// update (dense parameters, the two decayed ones in one call) and the single-tensor one
+    /// (strided parameters).
     #[test]
     fn lamb_matches_the_papers_formula() {
+        lamb_against_the_paper(false);
+        lamb_against_the_paper(true);
+    }
+
+    fn lamb_against_the_paper(strided: bool) {
         let (b1, b2, eps, wd) = (0.9, 0.999, 1e-6, 0.01);
         let shapes: [(&str, Vec<i64>, Vec<f64>); 3] = [
             ("a_w", vec![2, 3], vec![0.3, -1.2, 0.8, 2.0, -0.4, 0.1]),
@@ -629,9 +650,13 @@ mod tests {
         let params: Vec<Tensor> = shapes
             .iter()
             .map(|(_, shape, v)| {
-                Tensor::from_slice(v)
-                    .reshape(shape.as_slice())
-                    .set_requires_grad(true)
+                let t = Tensor::from_slice(v).reshape(shape.as_slice());
+                let t = if strided {
+                    Tensor::stack(&[&t, &t], -1).select(-1, 0)
+                } else {
+                    t
+                };
+                t.detach().set_requires_grad(true)
             })
             .collect();
         let cfg = OptimizerConfig {
@@ -672,7 +697,10 @@ mod tests {
                     + (&flat * d).sum(Kind::Double);
             }
             loss.backward();
-            opt.step(lr);
+            let p0 = &opt.params[0];
+            let fused = device_sdaa::optim::fusable(&[&p0.param, &p0.param.grad(), &p0.state[0]]);
+            assert_eq!(fused, !strided, "multi-tensor path taken");
+            opt.step(lr).unwrap();
             let step = (t + 1) as i32;
             for i in 0..3 {
                 let g: Vec<f64> = x[i]

@@ -1,7 +1,6 @@
 //! Dynamic loss scaling for fp16 training (PyTorch's `GradScaler`), on libtorch's own
-//! `_amp_update_scale_` op. tch has no `_amp_foreach_non_finite_check_and_unscale_`, so the
-//! unscale is a multiply per gradient and the inf/nan check reads the global gradient norm,
-//! which the step computes anyway for clipping.
+//! `_amp_update_scale_` and (through device_sdaa, which tch lacks)
+//! `_amp_foreach_non_finite_check_and_unscale_` ops.
 
 use tch::{Kind, Tensor};
 
@@ -32,18 +31,17 @@ impl GradScaler {
         loss * &self.scale.to_kind(loss.kind())
     }
 
-    /// Divide every gradient by the scale in place.
-    pub fn unscale(&self, grads: &mut [Tensor]) {
+    /// Divide every gradient by the scale in place; returns `found_inf` for [`Self::update`]
+    /// (one element on the scale's device, 1.0 when a gradient holds an inf or a NaN).
+    pub fn unscale(&self, grads: &[Tensor]) -> Result<Tensor, device_sdaa::DeviceError> {
         let inv = self
             .scale
             .to_kind(Kind::Double)
             .reciprocal()
             .to_kind(Kind::Float);
-        tch::no_grad(|| {
-            for g in grads.iter_mut() {
-                let _ = g.g_mul_(&inv.to_kind(g.kind()));
-            }
-        });
+        let found_inf = inv.zeros_like();
+        device_sdaa::optim::unscale_(grads, &inv, &found_inf)?;
+        Ok(found_inf)
     }
 
     /// Update the scale from `found_inf` (a 1-element float tensor, 1.0 = overflow).
@@ -60,5 +58,40 @@ impl GradScaler {
     /// The current scale (synchronises the device).
     pub fn current_scale(&self) -> f64 {
         self.scale.double_value(&[0])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A finite step divides the gradients by the scale and keeps it; an inf or a NaN in any
+    /// gradient flags the step (the engine skips it) and halves the scale, as GradScaler does.
+    #[test]
+    fn unscale_flags_overflow_and_update_backs_off() {
+        let mut sc = GradScaler::new(1024.0, |t| t.shallow_clone());
+        let grads = [
+            Tensor::from_slice(&[2048.0f32, -512.0]),
+            Tensor::from_slice(&[4096.0f32]).to_kind(Kind::Half),
+        ];
+        let found_inf = sc.unscale(&grads).unwrap();
+        assert_eq!(found_inf.double_value(&[0]), 0.0);
+        assert_eq!(Vec::<f32>::try_from(&grads[0]).unwrap(), [2.0, -0.5]);
+        assert_eq!(grads[1].double_value(&[0]), 4.0);
+        sc.update(&found_inf);
+        assert_eq!(
+            sc.current_scale(),
+            1024.0,
+            "grows only after 2000 finite steps"
+        );
+
+        for bad in [f64::INFINITY, f64::NAN] {
+            let _ = grads[1].shallow_clone().fill_(bad);
+            let found_inf = sc.unscale(&grads).unwrap();
+            assert_eq!(found_inf.double_value(&[0]), 1.0, "{bad}");
+            let before = sc.current_scale();
+            sc.update(&found_inf);
+            assert_eq!(sc.current_scale(), before / 2.0, "backoff after {bad}");
+        }
     }
 }
