@@ -124,10 +124,14 @@ cmd_bert() {
 cmd_gpt_ref() {
     echo "$py $bench/lm_e2e.py run gpt $gpt_cfg --batch $gpt_batch --seq $gpt_seq --steps $steps --skip $warmup --device $dev --amp bf16"
 }
+# The ddp check's run without DDP; cmd_ddp1 runs the same with a process group of one.
+cmd_ddp_plain() { # out_dir
+    cmd_resnet "$1" "$dev" "$r50" "$bs_small" "$steps" --autocast --fixed_batch
+}
 # A data-parallel job of one process, in the environment `torchrun --nproc_per_node 1` gives it
 # (run_<model>'s own --nproc_per_node 1 runs without a process group).
 cmd_ddp1() { # out_dir port
-    echo "WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 $(cmd_resnet "$1" "$dev" "$r50" "$bs_small" "$steps" --autocast --fixed_batch)"
+    echo "WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 $(cmd_ddp_plain "$1")"
 }
 # make demo's job (scripts/demo.sh: lr 0.001 keeps the loss where the 1% rule means something),
 # nchw on both devices so that they differ in the device alone.
@@ -174,7 +178,7 @@ if ((dry)); then
             llama-1b-bf16) echo "  $(cmd_llama)" ;;
             bert-base-bf16) echo "  $(cmd_bert)" ;;
             ddp-nccl-1gpu)
-                echo "  A: $(cmd_resnet "$work/plain" "$dev" "$r50" "$bs_small" "$steps" --autocast --fixed_batch)"
+                echo "  A: $(cmd_ddp_plain "$work/plain")"
                 echo "  B: $(cmd_ddp1 "$work/ddp" 29601)" ;;
             compare-cuda-cpu)
                 echo "  $(cmd_cmp_run "$work/cmp-candidate" cpu)"
@@ -312,7 +316,7 @@ check_ddp() {
     local plain=() ddp=() r
     for r in $(seq "$rounds"); do
         local d="$work/ddp-$r"
-        if ! run_logged "$(cmd_resnet "$d-plain" "$dev" "$r50" "$bs_small" "$steps" --autocast --fixed_batch)" "$d-plain.log"; then
+        if ! run_logged "$(cmd_ddp_plain "$d-plain")" "$d-plain.log"; then
             row ddp-nccl-1gpu "no-DDP round $r" "failed: $(tail_of "$d-plain.log")" FAIL; return
         fi
         plain+=("$(log_rate "$d-plain/${r50%% *}_log.json" ips)")

@@ -1,12 +1,13 @@
 // libtorch's fused optimizer kernels and gradient release, which tch does not expose.
 //
-//   mzd_fused_moments (AdamW) / mzd_fused_sgd: at::_fused_adamw_ / at::_fused_sgd_, the kernels behind
-//     torch.optim.AdamW(fused=True) / SGD(fused=True): one pass over each parameter, its
-//     gradient and its state, where the default single-tensor update makes five to seven.
+//   mzd_fused_moments (AdamW) / mzd_fused_sgd: at::_fused_adamw_ / at::_fused_sgd_, the
+//     kernels behind torch.optim.AdamW(fused=True) / SGD(fused=True): one pass over each
+//     parameter, its gradient and its state, where the default single-tensor update makes
+//     five to seven.
 //     Each parameter's tensors must share one layout, dense and non-overlapping (channels-last
 //     weights included: the kernels see flat 1-D views of the same memory), and one dtype and
 //     device (the Rust side sends the rest through its single-tensor path).
-//   mzd_fused_moments (LAMB): LAMB (apex FusedLAMB's update, see the engine's Algorithm::Lamb) in
+//   mzd_fused_moments (LAMB): apex FusedLAMB's update (see the engine's Algorithm::Lamb) in
 //     torch._foreach_* ops, as a multi-tensor PyTorch optimizer writes it: on CUDA each call
 //     is a few multi-tensor kernels for the whole list, where the single-tensor update
 //     launches about twenty kernels per parameter (BERT-base: ~4,000 launches a step).
@@ -114,7 +115,8 @@ static char* fused_lamb(at::Tensor** params, at::Tensor** grads, at::Tensor** ex
         at::_foreach_add_(r, ps, weight_decay);
         const auto wn = at::stack(at::_foreach_norm(ps));
         const auto rn = at::stack(at::_foreach_norm(r));
-        const auto ratio = at::where(wn.gt(0).logical_and(rn.gt(0)), wn / rn, at::ones_like(wn));
+        const auto ratio =
+            at::where(wn.gt(0).logical_and(rn.gt(0)), wn / rn, at::ones_like(wn));
         at::_foreach_mul_(r, ratio.unbind(0));
       }
       at::_foreach_add_(ps, r, -lr);
