@@ -1,5 +1,5 @@
 // Builds the C++ shim (csrc/shim.cpp, csrc/dist.cpp, csrc/capture.cpp, csrc/recompute.cpp,
-// csrc/optim.cpp) against the libtorch that torch-sys
+// csrc/optim.cpp, csrc/bn_act.cpp) against the libtorch that torch-sys
 // linked, and bakes that libtorch's directory into the run path (build-support/rpath.rs).
 // Also builds the NCCL shim, a separate shared library that src/nccl.rs embeds (see
 // `nccl_shim`). With the `bindgen` feature, also generates the SDK declarations from
@@ -20,6 +20,7 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/capture.cpp");
     println!("cargo:rerun-if-changed=csrc/recompute.cpp");
     println!("cargo:rerun-if-changed=csrc/optim.cpp");
+    println!("cargo:rerun-if-changed=csrc/bn_act.cpp");
     println!("cargo:rerun-if-changed=csrc/protect.h");
     println!("cargo:rerun-if-changed=csrc/handles.h");
     println!("cargo:rerun-if-env-changed=GLOO_INCLUDE_DIR");
@@ -59,6 +60,7 @@ fn main() {
         .file("csrc/capture.cpp")
         .file("csrc/recompute.cpp")
         .file("csrc/optim.cpp")
+        .file("csrc/bn_act.cpp")
         .include(&include)
         .include(include.join("torch/csrc/api/include"))
         .flag("-std=c++17")
@@ -66,6 +68,8 @@ fn main() {
         // As the release libtorch was built: headers such as ATen/record_function.h add
         // members and debug-only checks without NDEBUG, which would not match the library.
         .define("NDEBUG", None)
+        // at::parallel_for is inline: without OpenMP it would run on one thread here (bn_act.cpp).
+        .flag("-fopenmp")
         .flag_if_supported("-Wno-unused-parameter")
         .warnings(false)
         // Line tables only (`-g1`): cargo's `debug = "line-tables-only"` reaches cc as full
@@ -76,7 +80,26 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", lib.display());
     println!("cargo:rustc-link-lib=dylib=torch_cpu");
     println!("cargo:rustc-link-lib=dylib=c10");
+    // The OpenMP runtime libtorch itself uses, so the shim's parallel loops share libtorch's
+    // intra-op thread pool instead of starting a second one: the libgomp beside libtorch_cpu
+    // (`libgomp.so.1` in PyPI wheels, `libgomp-<hash>.so.1` in pytorch.org's zips), else the
+    // system's.
+    match openmp_runtime(&lib) {
+        Some(name) => println!("cargo:rustc-link-lib=dylib:+verbatim={name}"),
+        None => println!("cargo:rustc-link-lib=dylib=gomp"),
+    }
     nccl_shim::build(&lib, &include);
+}
+
+/// The file name of the libgomp shipped in libtorch's `lib` directory, if any.
+fn openmp_runtime(lib: &std::path::Path) -> Option<String> {
+    let mut names: Vec<String> = std::fs::read_dir(lib)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("libgomp") && n.contains(".so"))
+        .collect();
+    names.sort();
+    names.into_iter().next()
 }
 
 /// `$OUT_DIR/libmodelzoo_nccl.so` from csrc/nccl.cpp: c10d's ProcessGroupNCCL, compiled with

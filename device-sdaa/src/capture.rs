@@ -247,6 +247,12 @@ impl Drop for ScopeGuard {
     }
 }
 
+/// Whether a capture runs (ops are being recorded for a dump): a model then keeps the ops a
+/// dump names rather than fusing them.
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
 /// Attribute the ops run until the guard drops to module `name` (its var-store path, e.g.
 /// `layer1.0.conv1`); backward ops inherit the scope of the forward op that made them.
 /// Costs one atomic load when no capture runs.

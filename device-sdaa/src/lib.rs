@@ -16,6 +16,7 @@ pub mod cuda;
 pub mod dist;
 pub mod dump;
 mod error;
+pub mod fused;
 pub mod nccl;
 pub mod optim;
 pub mod recompute;

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use device_sdaa::capture;
 use device_sdaa::dist::ProcessGroup;
+use device_sdaa::fused;
 use tch::nn::{self, ModuleT};
 use tch::Tensor;
 
@@ -95,14 +96,80 @@ fn bn(p: nn::Path, c: i64) -> nn::BatchNorm {
     )
 }
 
+/// torch.nn.BatchNorm2d's defaults, which tch's batch norm uses too.
+const BN_MOMENTUM: f64 = 0.1;
+const BN_EPS: f64 = 1e-5;
+
 /// Batch norm of `x`: over every rank's batch when `sync` is given and training
 /// (SyncBatchNorm), else tch's per-process batch norm.
 fn norm(b: &nn::BatchNorm, x: &Tensor, train: bool, sync: Option<&ProcessGroup>) -> Tensor {
     match (sync, train, &b.ws, &b.bs) {
         (Some(g), true, Some(w), Some(bias)) => g
-            .sync_batch_norm(x, w, bias, &b.running_mean, &b.running_var, 0.1, 1e-5)
+            .sync_batch_norm(
+                x,
+                w,
+                bias,
+                &b.running_mean,
+                &b.running_var,
+                BN_MOMENTUM,
+                BN_EPS,
+            )
             .unwrap_or_else(|e| panic!("{e}")),
         _ => x.apply_t(b, train),
+    }
+}
+
+/// How a forward pass runs: training or not, SyncBatchNorm's group, and whether batch norm may
+/// be fused with the ReLU after it.
+#[derive(Clone, Copy)]
+struct Pass<'a> {
+    train: bool,
+    sync: Option<&'a ProcessGroup>,
+    fuse: bool,
+}
+
+/// `relu(bn(x) [+ residual()])`: one fused op (device_sdaa::fused) when training per process
+/// on the CPU in channels-last with nothing capturing ops for a dump (whose records name the
+/// three ops), else batch norm, add and ReLU as three. The residual is computed after the
+/// batch norm, as torchvision orders a block's ops.
+fn norm_relu(
+    b: &nn::BatchNorm,
+    name: &str,
+    x: &Tensor,
+    residual: Option<&dyn Fn() -> Tensor>,
+    pass: Pass,
+) -> Tensor {
+    let may_fuse = pass.fuse && pass.train && pass.sync.is_none() && !capture::active();
+    let (true, Some(weight), Some(bias)) = (may_fuse, &b.ws, &b.bs) else {
+        return unfused(b, name, x, || residual.map(|f| f()), pass);
+    };
+    let params = fused::BatchNormParams {
+        weight,
+        bias,
+        running_mean: &b.running_mean,
+        running_var: &b.running_var,
+        momentum: BN_MOMENTUM,
+        eps: BN_EPS,
+    };
+    let r = residual.map(|f| f());
+    if fused::fusable(x, r.as_ref(), &params) {
+        return fused::batch_norm_relu(x, r.as_ref(), &params).unwrap_or_else(|e| panic!("{e}"));
+    }
+    unfused(b, name, x, || r, pass)
+}
+
+/// [`norm_relu`] as three ops, the residual computed after the batch norm.
+fn unfused(
+    b: &nn::BatchNorm,
+    name: &str,
+    x: &Tensor,
+    residual: impl FnOnce() -> Option<Tensor>,
+    pass: Pass,
+) -> Tensor {
+    let y = capture::module(name, x, || norm(b, x, pass.train, pass.sync));
+    match residual() {
+        Some(r) => (y + r).relu(),
+        None => y.relu(),
     }
 }
 
@@ -125,9 +192,26 @@ impl ConvBn {
         }
     }
 
-    fn forward_t(&self, x: &Tensor, train: bool, sync: Option<&ProcessGroup>) -> Tensor {
-        let y = capture::module(&self.conv_name, x, || x.apply(&self.conv));
-        capture::module(&self.bn_name, &y, || norm(&self.bn, &y, train, sync))
+    fn conv(&self, x: &Tensor) -> Tensor {
+        capture::module(&self.conv_name, x, || x.apply(&self.conv))
+    }
+
+    /// conv → bn.
+    fn forward_t(&self, x: &Tensor, pass: Pass) -> Tensor {
+        let y = self.conv(x);
+        capture::module(&self.bn_name, &y, || {
+            norm(&self.bn, &y, pass.train, pass.sync)
+        })
+    }
+
+    /// conv → bn [→ + residual()] → relu.
+    fn forward_relu(
+        &self,
+        x: &Tensor,
+        residual: Option<&dyn Fn() -> Tensor>,
+        pass: Pass,
+    ) -> Tensor {
+        norm_relu(&self.bn, &self.bn_name, &self.conv(x), residual, pass)
     }
 }
 
@@ -206,21 +290,17 @@ impl Block {
         )
     }
 
-    fn forward_t(&self, x: &Tensor, train: bool, sync: Option<&ProcessGroup>) -> Tensor {
+    fn forward_t(&self, x: &Tensor, pass: Pass) -> Tensor {
         capture::module(&self.name, x, || {
-            let mut y = x.shallow_clone();
-            let last = self.convs.len() - 1;
-            for (i, cb) in self.convs.iter().enumerate() {
-                y = cb.forward_t(&y, train, sync);
-                if i < last {
-                    y = y.relu();
-                }
-            }
-            let identity = match &self.downsample {
-                Some(cb) => cb.forward_t(x, train, sync),
+            let (last, inner) = self.convs.split_last().expect("a block has convolutions");
+            let y = inner
+                .iter()
+                .fold(x.shallow_clone(), |y, cb| cb.forward_relu(&y, None, pass));
+            let identity = || match &self.downsample {
+                Some(cb) => cb.forward_t(x, pass),
                 None => x.shallow_clone(),
             };
-            (y + identity).relu()
+            last.forward_relu(&y, Some(&identity), pass)
         })
     }
 }
@@ -234,6 +314,10 @@ pub struct ResNet {
     fc: nn::Linear,
     /// Data parallel with `--sync_bn`: the group BatchNorm statistics are taken over.
     sync_bn: Option<ProcessGroup>,
+    /// Batch norm fused with its ReLU where it can be (see `norm_relu`): on for a network that
+    /// trains in channels-last. Off otherwise, so an nchw run keeps its ops everywhere, even
+    /// where a 1×1 map's layout is channels-last too (a cpu run then matches an sdaa one).
+    fuse_bn_relu: bool,
 }
 
 impl ResNet {
@@ -285,7 +369,14 @@ impl ResNet {
             layers,
             fc,
             sync_bn: None,
+            fuse_bn_relu: false,
         }
+    }
+
+    /// Fuse batch norm with the ReLU after it where the op allows, for a network whose weights
+    /// and inputs are channels-last (off by default: separate ops).
+    pub fn set_fused_bn_relu(&mut self, on: bool) {
+        self.fuse_bn_relu = on;
     }
 
     /// Normalise with batch statistics over all ranks of `group` when training.
@@ -296,15 +387,19 @@ impl ResNet {
 
 impl ModuleT for ResNet {
     fn forward_t(&self, x: &Tensor, train: bool) -> Tensor {
-        let sync = self.sync_bn.as_ref();
+        let pass = Pass {
+            train,
+            sync: self.sync_bn.as_ref(),
+            fuse: self.fuse_bn_relu,
+        };
         // Dump scopes are the var-store paths (torchvision's module names).
         let y = capture::module("conv1", x, || x.apply(&self.conv1));
-        let y = capture::module("bn1", &y, || norm(&self.bn1, &y, train, sync)).relu();
+        let y = norm_relu(&self.bn1, "bn1", &y, None, pass);
         let mut y = capture::module("maxpool", &y, || {
             y.max_pool2d([3, 3], [2, 2], [1, 1], [1, 1], false)
         });
         for b in &self.layers {
-            y = b.forward_t(&y, train, sync);
+            y = b.forward_t(&y, pass);
         }
         let y = capture::module("avgpool", &y, || y.adaptive_avg_pool2d([1, 1])).flatten(1, -1);
         capture::module("fc", &y, || y.apply(&self.fc))

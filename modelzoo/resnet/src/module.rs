@@ -49,7 +49,8 @@ impl ResNetModule {
     pub fn new(variant: Variant, num_classes: i64, hyper: Hyper, seed: u64) -> ResNetModule {
         tch::manual_seed(seed as i64);
         let vs = nn::VarStore::new(tch::Device::Cpu);
-        let net = ResNet::new(&vs.root(), variant, num_classes);
+        let mut net = ResNet::new(&vs.root(), variant, num_classes);
+        net.set_fused_bn_relu(hyper.channels_last);
         if hyper.channels_last {
             tch::no_grad(|| {
                 for (_, mut t) in vs.variables() {
