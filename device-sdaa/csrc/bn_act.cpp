@@ -217,12 +217,13 @@ std::vector<double> channel_sums(int64_t rows, int64_t c, const F& add_rows) {
   return total;
 }
 
-// Batch statistics into mean / invstd, the biased variance's unbiased value into `unbiased`,
-// then y = relu(x·scale + shift [+ res]).
+// Batch statistics into mean / invstd and the running statistics (momentum, unbiased
+// variance, as torch.nn.BatchNorm2d), then y = relu(x·scale + shift [+ res]).
 template <typename T>
 void forward_kernel(const at::Tensor& x, const at::Tensor& res, const at::Tensor& y,
                     const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& mean,
-                    const at::Tensor& invstd, std::vector<double>& unbiased, double eps) {
+                    const at::Tensor& invstd, const at::Tensor& running_mean,
+                    const at::Tensor& running_var, double momentum, double eps) {
   const int64_t c = x.size(1), rows = rows_of(x);
   const T* xp = data<T>(x);
   const T* rp = data<T>(res);
@@ -233,6 +234,7 @@ void forward_kernel(const at::Tensor& x, const at::Tensor& res, const at::Tensor
       });
   const float *w = data<float>(weight), *bi = data<float>(bias);
   float *m = mut_data<float>(mean), *is = mut_data<float>(invstd);
+  float *rm = mut_data<float>(running_mean), *rv = mut_data<float>(running_var);
   std::vector<float> scale(static_cast<size_t>(c)), shift(static_cast<size_t>(c));
   const double n = static_cast<double>(rows);
   for (int64_t j = 0; j < c; ++j) {
@@ -243,7 +245,8 @@ void forward_kernel(const at::Tensor& x, const at::Tensor& res, const at::Tensor
     is[j] = static_cast<float>(inv);
     scale[j] = static_cast<float>(w[j] * inv);
     shift[j] = static_cast<float>(bi[j] - mu * w[j] * inv);
-    unbiased[j] = var * n / (n - 1.0);
+    rm[j] = static_cast<float>((1.0 - momentum) * rm[j] + momentum * mu);
+    rv[j] = static_cast<float>((1.0 - momentum) * rv[j] + momentum * var * n / (n - 1.0));
   }
   at::parallel_for(0, rows, grain(c), [&](int64_t b, int64_t e) {
     Kernels<T>::apply(xp + b * c, rp != nullptr ? rp + b * c : nullptr, yp + b * c, e - b, c,
@@ -306,14 +309,12 @@ struct BatchNormReluBase : torch::autograd::Function<Self> {
     at::Tensor y = at::empty_like(x, x.options(), cl);
     at::Tensor mean = at::empty({c}, weight.options());
     at::Tensor invstd = at::empty({c}, weight.options());
-    std::vector<double> unbiased(static_cast<size_t>(c));
     if (x.scalar_type() == at::kFloat)
-      forward_kernel<float>(x, res, y, weight, bias, mean, invstd, unbiased, eps);
+      forward_kernel<float>(x, res, y, weight, bias, mean, invstd, running_mean, running_var,
+                            momentum, eps);
     else
-      forward_kernel<uint16_t>(x, res, y, weight, bias, mean, invstd, unbiased, eps);
-    running_mean.mul_(1.0 - momentum).add_(mean, momentum);
-    running_var.mul_(1.0 - momentum)
-        .add_(at::from_blob(unbiased.data(), {c}, at::kDouble).to(at::kFloat), momentum);
+      forward_kernel<uint16_t>(x, res, y, weight, bias, mean, invstd, running_mean, running_var,
+                               momentum, eps);
     ctx->save_for_backward({x, y, weight, mean, invstd});
     return y;
   }

@@ -12,15 +12,11 @@
 
 use device_sdaa::{fused, Device, DeviceSpec};
 use modelzoo_engine::BasicModule;
-use modelzoo_resnet::module::{Hyper, ResNetModule};
+use modelzoo_resnet::module::{to_channels_last, Hyper, ResNetModule};
 use modelzoo_resnet::{ResNet, Variant};
 use modelzoo_vision::ImageBatch;
 use tch::nn::{self, ModuleT};
 use tch::{Kind, Reduction, Tensor};
-
-fn channels_last(t: &Tensor) -> Tensor {
-    t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2])
-}
 
 /// Three copies of one network, channels-last: fused, separate ops, and fp64.
 fn triplets(variant: Variant) -> [(nn::VarStore, ResNet); 3] {
@@ -31,7 +27,7 @@ fn triplets(variant: Variant) -> [(nn::VarStore, ResNet); 3] {
         tch::no_grad(|| {
             for (_, mut t) in vs.variables() {
                 if t.dim() == 4 {
-                    t.set_data(&channels_last(&t));
+                    t.set_data(&to_channels_last(&t));
                 }
             }
         });
@@ -54,7 +50,7 @@ fn step(vs: &nn::VarStore, net: &ResNet, kind: Kind, amp: bool) -> (f64, Vec<Ten
     let noise =
         ((Tensor::arange(n, (Kind::Double, tch::Device::Cpu)) * 12.9898).sin() * 43758.5453).frac()
             - 0.5;
-    let x = channels_last(&noise.reshape([8, 3, 64, 64]).to_kind(kind));
+    let x = to_channels_last(&noise.reshape([8, 3, 64, 64]).to_kind(kind));
     let labels = Tensor::from_slice(&[1i64, 7, 3, 9, 0, 2, 5, 8]);
     let device = Device::open(DeviceSpec::CPU).unwrap();
     let logits = device.autocast(amp, Kind::BFloat16, || {
