@@ -1,40 +1,74 @@
-"""modelzoo port's CPU baseline: a CUDA PyTorch script, unmodified, run on the CPU.
+"""modelzoo port's run-time shim: the CPU baseline of a CUDA script, and the losses backward sees.
 
-`modelzoo port --baseline-device cpu` (the default on a machine without a GPU) puts the
-directory holding this file first on PYTHONPATH for the baseline run only, so Python imports it
-at start-up (``sitecustomize``). When the script imports torch, CUDA is mapped onto the CPU:
+`modelzoo port` puts the directory holding this file first on PYTHONPATH, so Python imports it
+at start-up (``sitecustomize``). It never imports torch itself: a meta-path hook waits until
+the script imports torch, then does what the environment asks:
 
-- devices: every ``cuda`` / ``cuda:N`` device a torch function, factory or ``Tensor.to`` is
-  given becomes ``cpu`` (a ``TorchFunctionMode`` of this process's threads); ``Tensor.cuda()``
-  / ``Module.cuda()`` keep the tensors where they are; ``pin_memory()`` is the tensor itself;
-  ``torch.load`` maps CUDA storages to the CPU;
-- ``torch.cuda``: ``is_available`` True, ``device_count`` 1 (``MODELZOO_CPU_BASELINE_DEVICES``),
-  ``set_device`` / ``synchronize`` / ``empty_cache`` do what they mean on a synchronous host,
-  ``manual_seed`` seeds the CPU generator (the one that now draws the script's random numbers),
-  memory statistics are 0 (``memory_stats`` empty), ``Event`` times with the host clock,
-  streams are the host's one;
-- AMP: ``autocast("cuda")`` becomes ``autocast("cpu")`` with the same dtype (fp16 by default, as
-  on CUDA), ``GradScaler("cuda")`` a CPU GradScaler (real loss scaling);
-- distributed: backend ``nccl`` becomes ``gloo``; DDP of a CPU module drops ``device_ids``; the
-  process groups are released at exit before the interpreter is torn down.
+``MODELZOO_PORT_CPU_BASELINE=1`` (the baseline run, ``--baseline-device cpu``): CUDA is mapped
+onto the CPU, so the original CUDA script runs unmodified. Only the entry points that take a
+device are wrapped (the torch factories with a ``device`` argument, enumerated from torch's own
+op schemas; ``Tensor.to / cuda / new_* / type / pin_memory``; ``torch.Generator``;
+``torch.device`` as a context), so ops that take no device run at full speed:
 
-Every run that loads it says so on stderr (``modelzoo port: CPU BASELINE``): its figures are the
-CPU's, never a CUDA result. Anything it does not map fails as it would without a GPU, naming
-the CUDA call.
+- devices: a ``torch.device("cuda", i)`` / ``"cuda:1"`` / an int index the script builds stays
+  what it is (``device.type == "cuda"``); every entry point given one puts the tensor on the
+  CPU, so tensors report ``device.type == "cpu"`` and ``is_cuda`` False. ``Tensor.cuda()`` /
+  ``Module.cuda()`` keep tensors where they are; ``pin_memory()`` is the tensor itself and a
+  DataLoader's ``pin_memory=True`` pins nothing; ``torch.load`` maps CUDA storages to the CPU;
+- ``torch.cuda`` and ``torch.accelerator``: available, the accelerator is ``cuda``; the device
+  count is the local world size under torchrun (``LOCAL_WORLD_SIZE``), else
+  ``MODELZOO_CPU_BASELINE_DEVICES`` (default 1); the current index is kept (``set_device``,
+  ``set_device_index``, ``device(i)``, ``device_index(i)``); ``synchronize`` / ``empty_cache``
+  do what they mean on a synchronous host; ``manual_seed`` seeds the CPU generator; memory
+  statistics are 0; ``Event`` times with the host clock; streams are the host's one;
+- AMP: ``autocast("cuda")`` is ``autocast("cpu")`` with the same dtype (fp16 by default, as on
+  CUDA), ``GradScaler("cuda")`` a CPU GradScaler (real loss scaling);
+- ``nn.DataParallel`` / ``nn.parallel.data_parallel`` run the module on the CPU as one device
+  (``.module`` is kept, so state_dict keys are as on CUDA);
+- distributed: backend ``nccl`` is ``gloo`` (a ``device_id`` is dropped); DDP of a CPU module
+  drops ``device_ids``; ``DeviceMesh("cuda", ...)`` is a CPU mesh; the process groups are
+  released at exit before the interpreter is torn down.
+
+Every such run says so on stderr (``modelzoo port: CPU BASELINE``): its figures are the CPU's,
+never a CUDA result. A CUDA call it cannot map raises an error starting
+``modelzoo port CPU baseline:`` that names the call.
+
+``MODELZOO_PORT_BACKWARD_DIR=DIR`` (both runs): every ``backward()`` on a one-element tensor
+(``Tensor.backward`` or ``torch.autograd.backward`` with one root) appends the loss as an
+NVIDIA DLLogger line ``DLLL {..., "step": [0, N], "data": {"backward.loss": v}}`` (N: the
+0-based count of backward calls in this process) to ``DIR/backward.rank<RANK>.jsonl``, flushed
+per line; through ``GradScaler.scale`` the unscaled loss is recorded. At exit
+``DIR/meta.rank<RANK>.json`` gets ``{"backward_calls": N, "autocast": bool}`` (autocast: an
+fp16/bf16 autocast region was entered enabled). Nothing is mapped unless
+``MODELZOO_PORT_CPU_BASELINE=1`` is set too.
 """
 
 import atexit
+import datetime
 import gc
 import importlib.abc
 import importlib.util
+import json
 import os
 import sys
+import threading
 import time
 
 _BANNER = (
     "modelzoo port: CPU BASELINE - this run's CUDA calls are mapped to the CPU "
     "(python/port/sitecustomize.py); its figures are the CPU's, not a CUDA result"
 )
+_PREFIX = "modelzoo port CPU baseline:"
+_START = time.time()
+
+
+def _unmappable(call):
+    """The error for a CUDA call the shim has no CPU meaning for."""
+    return RuntimeError(
+        f"{_PREFIX} {call} cannot be mapped to the CPU by the port's shim "
+        "(python/port/sitecustomize.py). Get the baseline otherwise: run it on a GPU with "
+        "`--baseline-device cuda`, or pass the log of a real CUDA run with `--baseline-log FILE`."
+    )
 
 
 def _is_cuda(d):
@@ -44,79 +78,168 @@ def _is_cuda(d):
     return type(d).__name__ == "device" and getattr(d, "type", None) == "cuda"
 
 
-def _patch(torch):
-    from torch.overrides import TorchFunctionMode
+def _is_index(d):
+    """Whether `d` is a bare device index (an int, not a bool), which torch reads as CUDA."""
+    return type(d) is int
 
+
+def _device_count():
+    if "LOCAL_WORLD_SIZE" in os.environ and "TORCHELASTIC_RUN_ID" in os.environ:
+        return int(os.environ["LOCAL_WORLD_SIZE"])
+    return int(os.environ.get("MODELZOO_CPU_BASELINE_DEVICES", "1"))
+
+
+def _host_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _patch(torch):
     cpu = torch.device("cpu")
 
-    def to_cpu(v):
-        if _is_cuda(v):
+    def dev(v):
+        """A device argument with CUDA (a name, a torch.device, an index) replaced by the CPU."""
+        if _is_cuda(v) or _is_index(v):
             return cpu
         return v
 
-    tensor_cuda = torch.Tensor.cuda
-    pin_memory = torch.Tensor.pin_memory
-    is_pinned = torch.Tensor.is_pinned
+    def wrap_factory(fn):
+        """`fn` with its `device` keyword (or a positional CUDA device) put on the CPU."""
 
-    class CudaOnCpu(TorchFunctionMode):
-        """Rewrites CUDA device arguments to the CPU on the way into every torch function."""
+        def factory(*args, **kwargs):
+            d = kwargs.get("device")
+            if d is not None and (_is_cuda(d) or _is_index(d)):
+                kwargs["device"] = cpu
+            for i, a in enumerate(args):
+                if _is_cuda(a):
+                    args = args[:i] + (cpu,) + args[i + 1:]
+            return fn(*args, **kwargs)
 
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if func is tensor_cuda:
-                memory_format = kwargs.get("memory_format")
-                return args[0] if memory_format is None else args[0].contiguous(memory_format=memory_format)
-            if func is pin_memory:
-                return args[0]
-            if func is is_pinned:
-                return False
-            if "device" in kwargs:
-                kwargs = dict(kwargs, device=to_cpu(kwargs["device"]))
-            if any(_is_cuda(a) for a in args):
-                args = tuple(to_cpu(a) for a in args)
-            return func(*args, **kwargs)
+        factory.__name__ = getattr(fn, "__name__", "factory")
+        factory.__qualname__ = getattr(fn, "__qualname__", factory.__name__)
+        factory.__doc__ = getattr(fn, "__doc__", None)
+        factory.__wrapped__ = fn
+        return factory
 
-    mode = CudaOnCpu()
-    mode.__enter__()  # for the life of the process (this thread; forked workers inherit it)
+    # The factories: every aten op with a `device` argument that the torch namespace exposes.
+    special = {"Generator", "to", "pin_memory", "is_pinned", "_pin_memory"}
+    names = set()
+    for schema in torch._C._jit_get_all_schemas():
+        if schema.name.startswith("aten::") and any(a.name == "device" for a in schema.arguments):
+            names.add(schema.name[len("aten::"):])
+    for name in sorted(names - special):
+        if name.startswith("fft_") and hasattr(torch.fft, name[4:]):
+            setattr(torch.fft, name[4:], wrap_factory(getattr(torch.fft, name[4:])))
+        elif callable(getattr(torch, name, None)) and not isinstance(getattr(torch, name), type):
+            setattr(torch, name, wrap_factory(getattr(torch, name)))
+        if name.startswith("new_") and hasattr(torch.Tensor, name):
+            setattr(torch.Tensor, name, wrap_factory(getattr(torch.Tensor, name)))
 
-    cuda = torch.cuda
-    devices = int(os.environ.get("MODELZOO_CPU_BASELINE_DEVICES", "1"))
-    cuda.is_available = lambda: True
-    cuda.device_count = lambda: devices
-    cuda.current_device = lambda: 0
-    cuda.set_device = lambda device: None
-    cuda.synchronize = lambda device=None: None
-    cuda.empty_cache = lambda: None
-    cuda.is_initialized = lambda: True
-    cuda.init = lambda: None
-    cuda.get_device_name = lambda device=None: "CPU (modelzoo port baseline)"
-    cuda.get_device_capability = lambda device=None: (0, 0)
-    cuda.is_bf16_supported = lambda including_emulation=True: True
-    # torch.manual_seed calls these in turn: seed the CPU generator itself, not through it.
-    cuda.manual_seed = lambda seed: torch.default_generator.manual_seed(int(seed)) and None
-    cuda.manual_seed_all = cuda.manual_seed
-    cuda.seed = lambda: torch.default_generator.seed() and None
-    cuda.seed_all = cuda.seed
-    cuda.get_rng_state = lambda device="cuda": torch.get_rng_state()
-    cuda.set_rng_state = lambda state, device="cuda": torch.set_rng_state(state)
-    cuda.get_rng_state_all = lambda: [torch.get_rng_state()]
-    cuda.set_rng_state_all = lambda states: torch.set_rng_state(states[0])
-    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved",
-                 "max_memory_reserved"):
-        setattr(cuda, name, lambda device=None: 0)
-    # Optimizers ask whether a CUDA graph is being captured once CUDA is available: never.
-    cuda.is_current_stream_capturing = lambda: False
-    cuda.graphs.is_current_stream_capturing = cuda.is_current_stream_capturing
-    cuda.memory_stats = lambda device=None: {}
-    cuda.memory_summary = lambda device=None, abbreviated=False: "CPU baseline: no CUDA memory"
-    for name in ("reset_peak_memory_stats", "reset_max_memory_allocated",
-                 "reset_max_memory_cached", "reset_accumulated_memory_stats"):
-        setattr(cuda, name, lambda device=None: None)
+    tensor_to = torch.Tensor.to
+
+    def to(self, *args, **kwargs):
+        if args and (_is_cuda(args[0]) or _is_index(args[0])):
+            args = (cpu,) + args[1:]
+        d = kwargs.get("device")
+        if d is not None and (_is_cuda(d) or _is_index(d)):
+            kwargs["device"] = cpu
+        return tensor_to(self, *args, **kwargs)
+
+    to.__doc__ = tensor_to.__doc__
+    torch.Tensor.to = to
+
+    def tensor_cuda(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
+        if memory_format is torch.preserve_format:
+            return self
+        return self.contiguous(memory_format=memory_format)
+
+    torch.Tensor.cuda = tensor_cuda
+    torch.Tensor.pin_memory = lambda self, device=None: self
+    torch.Tensor.is_pinned = lambda self, device=None: False
+    tensor_type = torch.Tensor.type
+
+    def type_(self, dtype=None, non_blocking=False, **kwargs):
+        if isinstance(dtype, str) and dtype.startswith("torch.cuda."):
+            dtype = "torch." + dtype[len("torch.cuda."):]
+        elif isinstance(dtype, type) and dtype.__module__ == "torch.cuda":
+            dtype = getattr(torch, dtype.__name__)
+        if dtype is None:
+            return tensor_type(self)
+        return tensor_type(self, dtype, non_blocking, **kwargs)
+
+    torch.Tensor.type = type_
+
+    class Generator(torch.Generator):
+        """torch.Generator whose CUDA device is the CPU's."""
+
+        def __new__(cls, device="cpu"):
+            return super().__new__(cls, dev(device))
+
+    torch.Generator = Generator
+
+    # `with torch.device("cuda"):` and torch.set_default_device("cuda").
+    from torch.utils import _device as device_ctx
+
+    context_init = device_ctx.DeviceContext.__init__
+
+    def context_on_cpu(self, device):
+        context_init(self, dev(device) if device is not None else device)
+
+    device_ctx.DeviceContext.__init__ = context_on_cpu
+    set_default_device = torch.set_default_device
+    torch.set_default_device = lambda device: set_default_device(
+        dev(device) if device is not None else None)
+
+    # Modules: Module.to / to_empty / cuda go through the wrapped Tensor methods and factories.
+    # DataLoader: pinning is a no-op on the CPU; no pinning thread.
+    from torch.utils.data import DataLoader
+
+    loader_init = DataLoader.__init__
+
+    def loader_on_cpu(self, *args, **kwargs):
+        loader_init(self, *args, **kwargs)
+        self.pin_memory = False
+
+    DataLoader.__init__ = loader_on_cpu
+    from torch.utils.data._utils import pin_memory as pin_module
+
+    pin_module.pin_memory = lambda data, device=None: data
+
+    # torch.cuda and torch.accelerator.
+    state = {"index": 0}
+
+    def current_index():
+        return state["index"]
+
+    def set_index(device):
+        if isinstance(device, str) or type(device).__name__ == "device":
+            device = torch.device(device).index or 0
+        if device is not None and device >= 0:
+            state["index"] = int(device)
+
+    class device_index:
+        """`torch.cuda.device(i)` / `torch.accelerator.device_index(i)`: the current index."""
+
+        def __init__(self, device, /):
+            self.idx = device
+            self.prev = None
+
+        def __enter__(self):
+            if self.idx is not None:
+                self.prev = state["index"]
+                set_index(self.idx)
+
+        def __exit__(self, *exc):
+            if self.prev is not None:
+                state["index"] = self.prev
+            return False
 
     class Event:
         """A CUDA event on a synchronous host: `record` reads the clock."""
 
-        def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        def __init__(self, enable_timing=False, blocking=False, interprocess=False, **kwargs):
             self._t = None
 
         def record(self, stream=None):
@@ -138,7 +261,7 @@ def _patch(torch):
         """The host's one stream: work is done when the call returns."""
 
         def __init__(self, device=None, priority=0, **kwargs):
-            pass
+            self.device = torch.device("cuda", current_index())
 
         def synchronize(self):
             pass
@@ -157,7 +280,13 @@ def _patch(torch):
         def query(self):
             return True
 
-    class _StreamContext:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class StreamContext:
         def __init__(self, stream=None):
             pass
 
@@ -167,12 +296,135 @@ def _patch(torch):
         def __exit__(self, *exc):
             return False
 
+    class DeviceProperties:
+        """What `get_device_properties` reports for the CPU standing in for a GPU."""
+
+        def __init__(self):
+            self.name = "CPU (modelzoo port baseline)"
+            self.major, self.minor = 0, 0
+            self.total_memory = _host_memory()
+            self.multi_processor_count = os.cpu_count() or 1
+            self.is_integrated = True
+            self.is_multi_gpu_board = False
+
+        def __repr__(self):
+            return f"_CudaDeviceProperties(name='{self.name}', total_memory={self.total_memory})"
+
+    def zero(*args, **kwargs):
+        return 0
+
+    def nothing(*args, **kwargs):
+        return None
+
+    def mem_info(*args, **kwargs):
+        return (_host_memory(), _host_memory())
+
+    cuda = torch.cuda
+    cuda.is_available = lambda: True
+    cuda.device_count = _device_count
+    cuda.current_device = current_index
+    cuda.set_device = set_index
+    cuda.device = device_index
+    cuda.device_of = lambda obj: device_index(None)
+    cuda.synchronize = lambda device=None: None
+    cuda.empty_cache = lambda: None
+    cuda.ipc_collect = lambda: None
+    cuda.is_initialized = lambda: True
+    cuda.init = lambda: None
+    cuda.get_device_name = lambda device=None: DeviceProperties().name
+    cuda.get_device_capability = lambda device=None: (0, 0)
+    cuda.get_device_properties = lambda device=None: DeviceProperties()
+    cuda.get_arch_list = lambda: []
+    cuda.is_bf16_supported = lambda including_emulation=True: True
+    cuda.mem_get_info = mem_info
+    cuda.set_per_process_memory_fraction = lambda fraction, device=None: None
+    cuda.get_per_process_memory_fraction = lambda device=None: 1.0
+    cuda.can_device_access_peer = lambda device, peer_device: True
+    cuda.set_sync_debug_mode = lambda debug_mode: None
+    cuda.get_sync_debug_mode = lambda: 0
+    # torch.manual_seed calls these in turn: seed the CPU generator itself, not through it.
+    cuda.manual_seed = lambda seed: torch.default_generator.manual_seed(int(seed)) and None
+    cuda.manual_seed_all = cuda.manual_seed
+    cuda.seed = lambda: torch.default_generator.seed() and None
+    cuda.seed_all = cuda.seed
+    cuda.initial_seed = lambda: torch.default_generator.initial_seed()
+    cuda.get_rng_state = lambda device="cuda": torch.get_rng_state()
+    cuda.set_rng_state = lambda state, device="cuda": torch.set_rng_state(state)
+    cuda.get_rng_state_all = lambda: [torch.get_rng_state()]
+    cuda.set_rng_state_all = lambda states: torch.set_rng_state(states[0])
+    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved",
+                 "max_memory_reserved", "memory_cached", "max_memory_cached"):
+        setattr(cuda, name, zero)
+    # Optimizers ask whether a CUDA graph is being captured once CUDA is available: never.
+    cuda.is_current_stream_capturing = lambda: False
+    cuda.graphs.is_current_stream_capturing = cuda.is_current_stream_capturing
+    cuda.memory_stats = lambda device=None: {}
+    cuda.memory_summary = lambda device=None, abbreviated=False: "CPU baseline: no CUDA memory"
+    for name in ("reset_peak_memory_stats", "reset_max_memory_allocated",
+                 "reset_max_memory_cached", "reset_accumulated_memory_stats"):
+        setattr(cuda, name, nothing)
     cuda.Event = Event
     cuda.Stream = Stream
     cuda.current_stream = lambda device=None: Stream()
     cuda.default_stream = lambda device=None: Stream()
-    cuda.stream = _StreamContext
-    cuda.StreamContext = _StreamContext
+    cuda.set_stream = lambda stream: None
+    cuda.stream = StreamContext
+    cuda.StreamContext = StreamContext
+    for name in ("range_push", "range_pop", "mark", "range_start", "range_end"):
+        setattr(cuda.nvtx, name, lambda *args, **kwargs: None)
+
+    import contextlib
+
+    cuda.nvtx.range = lambda *args, **kwargs: contextlib.nullcontext()
+    # The legacy typed constructors (torch.cuda.FloatTensor(...)) are the CPU's.
+    for name in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+                 "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"):
+        setattr(cuda, name, getattr(torch, name))
+
+    # Whatever else in torch.cuda needs the driver starts with _lazy_init: name it there.
+    lazy_init = cuda._lazy_init
+
+    def no_cuda():
+        caller = sys._getframe(1).f_code.co_name
+        raise _unmappable(f"torch.cuda.{caller}()")
+
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name.startswith("torch.cuda") and getattr(mod, "_lazy_init", None) is lazy_init:
+            mod._lazy_init = no_cuda
+
+    def graphs_unmappable(name):
+        def fail(*args, **kwargs):
+            raise _unmappable(f"torch.cuda.{name}")
+
+        return fail
+
+    for name in ("CUDAGraph", "graph", "make_graphed_callables", "graph_pool_handle"):
+        setattr(cuda, name, graphs_unmappable(name))
+
+    acc = torch.accelerator
+    acc.is_available = lambda: True
+    acc.current_accelerator = lambda check_available=False: torch.device("cuda")
+    acc.device_count = _device_count
+    acc.current_device_index = current_index
+    acc.current_device_idx = current_index
+    acc.set_device_index = set_index
+    acc.set_device_idx = set_index
+    acc.device_index = device_index
+    acc.get_device_capability = lambda device=None, /: {
+        "supported_dtypes": {torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                             torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
+                             torch.bool, torch.complex64, torch.complex128}}
+    acc.current_stream = lambda device=None, /: Stream()
+    acc.set_stream = lambda stream: None
+    acc.synchronize = lambda device=None, /: None
+    acc.empty_cache = lambda: None
+    acc.memory_stats = lambda device_index=None, /: {}
+    acc.get_memory_info = mem_info
+    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved",
+                 "max_memory_reserved"):
+        setattr(acc, name, zero)
+    for name in ("reset_accumulated_memory_stats", "reset_peak_memory_stats"):
+        setattr(acc, name, nothing)
 
     # AMP: CUDA's autocast and GradScaler become the CPU's, same dtype.
     autocast = torch.amp.autocast_mode.autocast
@@ -196,7 +448,7 @@ def _patch(torch):
     load = torch.load
 
     def load_on_cpu(f, map_location=None, *args, **kwargs):
-        if map_location is None or _is_cuda(map_location):
+        if map_location is None or _is_cuda(map_location) or _is_index(map_location):
             map_location = cpu
         elif isinstance(map_location, dict):
             map_location = {k: ("cpu" if _is_cuda(v) else v) for k, v in map_location.items()}
@@ -204,6 +456,21 @@ def _patch(torch):
 
     torch.load = load_on_cpu
     torch.serialization.load = load_on_cpu
+
+    # DataParallel: one device, the CPU; the module runs as is and stays `.module`.
+    import torch.nn.parallel.data_parallel  # noqa: F401 (the package's name is the function)
+
+    dp_module = sys.modules["torch.nn.parallel.data_parallel"]
+    dp_module._get_available_device_type = lambda: None
+
+    def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0,
+                      module_kwargs=None):
+        if not isinstance(inputs, tuple):
+            inputs = (inputs,) if inputs is not None else ()
+        return module(*inputs, **(module_kwargs or {}))
+
+    dp_module.data_parallel = data_parallel
+    torch.nn.parallel.data_parallel = data_parallel
 
     # Distributed: NCCL is Gloo here; DDP over a CPU module takes no device_ids.
     import torch.distributed as dist
@@ -246,6 +513,8 @@ def _patch(torch):
     atexit.register(release_groups)
 
     def init_on_cpu(backend=None, *args, **kwargs):
+        if _is_cuda(kwargs.get("device_id")) or _is_index(kwargs.get("device_id")):
+            kwargs.pop("device_id")
         out = init_process_group(gloo(backend), *args, **kwargs)
         groups.append(dist.distributed_c10d._get_default_group())
         return out
@@ -265,11 +534,144 @@ def _patch(torch):
         ddp_init(self, module, None, None, *args, **kwargs)
 
     DistributedDataParallel.__init__ = ddp_on_cpu
+    try:
+        from torch.distributed import device_mesh
+    except ImportError:  # a torch built without distributed
+        device_mesh = None
+    if device_mesh is not None and hasattr(device_mesh, "DeviceMesh"):
+        mesh_init = device_mesh.DeviceMesh.__init__
+
+        def mesh_on_cpu(self, device_type, *args, **kwargs):
+            mesh_init(self, "cpu" if device_type == "cuda" else device_type, *args, **kwargs)
+
+        device_mesh.DeviceMesh.__init__ = mesh_on_cpu
+        init_device_mesh = device_mesh.init_device_mesh
+
+        def init_mesh_on_cpu(device_type, *args, **kwargs):
+            return init_device_mesh("cpu" if device_type == "cuda" else device_type,
+                                    *args, **kwargs)
+
+        device_mesh.init_device_mesh = init_mesh_on_cpu
+        dist.device_mesh.init_device_mesh = init_mesh_on_cpu
     print(_BANNER, file=sys.stderr, flush=True)
 
 
+def _dllogger_line(step, value):
+    now = time.time()
+    stamp = datetime.datetime.fromtimestamp(now).strftime("%Y-%m-%d %H:%M:%S.%f")
+    record = {"timestamp": str(now), "datetime": stamp, "elapsedtime": str(now - _START),
+              "type": "LOG", "step": [0, step], "data": {"backward.loss": value}}
+    # json writes NaN / Infinity / -Infinity as the bare tokens DLLogger's readers take.
+    return "DLLL " + json.dumps(record) + "\n"
+
+
+def _record_backward(torch, directory):
+    """Logs the loss of every scalar backward() and, at exit, the count and whether AMP ran."""
+    rank = os.environ.get("RANK", "0")
+    lock = threading.Lock()
+    state = {"calls": 0, "autocast": False, "file": None}
+    low = (torch.float16, torch.bfloat16)
+
+    def record(tensors):
+        root = tensors
+        if isinstance(root, (list, tuple)) and len(root) == 1:
+            root = root[0]
+        value = None
+        if isinstance(root, torch.Tensor) and root.numel() == 1:
+            src = getattr(root, "_modelzoo_unscaled", root)
+            try:
+                value = float(src.detach().float().reshape(()).cpu().item())
+            except Exception:  # a tensor subclass that will not give its value: not recorded
+                value = None
+        with lock:
+            step = state["calls"]
+            state["calls"] += 1
+            if value is None:
+                return
+            if state["file"] is None:
+                os.makedirs(directory, exist_ok=True)
+                state["file"] = open(os.path.join(directory, f"backward.rank{rank}.jsonl"), "w",
+                                     encoding="utf-8")
+            state["file"].write(_dllogger_line(step, value))
+            state["file"].flush()
+
+    backward = torch.autograd.backward
+
+    def recording_backward(tensors, *args, **kwargs):
+        record(tensors)
+        return backward(tensors, *args, **kwargs)
+
+    recording_backward.__doc__ = backward.__doc__
+    recording_backward.__wrapped__ = backward
+    # Tensor.backward calls torch.autograd.backward: one patch sees both.
+    torch.autograd.backward = recording_backward
+
+    scaler = torch.amp.grad_scaler.GradScaler
+    scale = scaler.scale
+
+    def scale_and_remember(self, outputs):
+        out = scale(self, outputs)
+        if isinstance(outputs, torch.Tensor) and isinstance(out, torch.Tensor) and out is not outputs:
+            try:
+                out._modelzoo_unscaled = outputs
+            except (AttributeError, TypeError):
+                pass
+        return out
+
+    scaler.scale = scale_and_remember
+
+    autocast = torch.amp.autocast_mode.autocast
+    enter = autocast.__enter__
+
+    def enter_and_note(self):
+        out = enter(self)
+        if getattr(self, "_enabled", False) and getattr(self, "fast_dtype", None) in low:
+            state["autocast"] = True
+        return out
+
+    autocast.__enter__ = enter_and_note
+
+    def write_meta():
+        if state["file"] is not None:
+            state["file"].close()
+        # A launcher (torchrun's agent) or a helper process (a loader worker, a spawned child
+        # without RANK) that never ran backward says nothing: the rank's own process does.
+        if state["calls"] == 0 and _is_helper():
+            return
+        try:
+            os.makedirs(directory, exist_ok=True)
+            path = os.path.join(directory, f"meta.rank{rank}.json")
+            tmp = f"{path}.tmp{os.getpid()}"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"backward_calls": state["calls"], "autocast": state["autocast"]}, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as e:
+            print(f"modelzoo port: cannot write {directory}/meta.rank{rank}.json: {e}",
+                  file=sys.stderr)
+
+    atexit.register(write_meta)
+
+
+def _is_helper():
+    """Whether this process is a launcher or a worker, not a script's own process."""
+    try:
+        import multiprocessing
+
+        if multiprocessing.parent_process() is not None:
+            return True
+    except (ImportError, AttributeError):
+        pass
+    return "torch.distributed.run" in sys.modules and "RANK" not in os.environ
+
+
 class _AfterTorch(importlib.abc.MetaPathFinder):
-    """Lets torch import as usual, then maps CUDA onto the CPU before the script goes on."""
+    """Lets torch import as usual, then patches it before the script goes on."""
+
+    def __init__(self, baseline, backward_dir):
+        self.baseline = baseline
+        self.backward_dir = backward_dir
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
@@ -282,10 +684,16 @@ class _AfterTorch(importlib.abc.MetaPathFinder):
 
         def exec_then_patch(module):
             exec_module(module)
-            _patch(module)
+            if self.baseline:
+                _patch(module)
+            if self.backward_dir:
+                _record_backward(module, self.backward_dir)
 
         spec.loader.exec_module = exec_then_patch
         return spec
 
 
-sys.meta_path.insert(0, _AfterTorch())
+_baseline = os.environ.get("MODELZOO_PORT_CPU_BASELINE") == "1"
+_backward_dir = os.environ.get("MODELZOO_PORT_BACKWARD_DIR") or None
+if _baseline or _backward_dir:
+    sys.meta_path.insert(0, _AfterTorch(_baseline, _backward_dir))
