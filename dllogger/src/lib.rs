@@ -3,7 +3,8 @@
 //! The writer ([`Logger`]) is compatible with `tcap_dllogger` (stdout `TCAPPDLL ...` lines and
 //! the JSON stream backend); the reader turns any log a user has — our JSON lines, tcap JSON
 //! and stdout lines, NVIDIA `DLLL` lines, `Epoch[3]: train_loss 2.53 | val_loss 2.50` epoch
-//! summaries, CSV metric files, plain `loss 1.23` lines — into [`Record`]s in one
+//! summaries, CSV metric files, the loss lines plain scripts print (`Loss: 0.302`,
+//! `Loss_D: 1.2 Loss_G: 3.4`, tqdm postfixes, dict prints) — into [`Record`]s in one
 //! bounded-memory pass, and keeps what `PARAMETER` records say about the run.
 //!
 //! ```no_run

@@ -12,6 +12,11 @@ use memchr::memmem;
 
 use crate::record::{LogFormat, Metadata, Record};
 
+mod console;
+mod pyrepr;
+
+use pyrepr::PyScanner;
+
 /// What one line turned into.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LineParse {
@@ -87,8 +92,6 @@ static MARKER_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(MARKER));
 static DASH_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b" - "));
-static LOSS_FINDER: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"loss "));
 
 /// Parses `line`, pushing records to `out` and METADATA / PARAMETER entries to `on_decl`.
 pub(crate) fn parse_line_into(
@@ -166,189 +169,8 @@ pub(crate) fn parse_line_into(
     if json_start.is_some() {
         return oc;
     }
-    if let Some(rec) = epoch_summary(line) {
-        out.push((LogFormat::EpochSummary, rec));
-        return oc;
-    }
-    if let Some((at, v)) = plain_loss(line) {
-        let (epoch, iteration) = plain_step(&line[..at]);
-        out.push((
-            LogFormat::PlainLoss,
-            Record {
-                epoch,
-                iteration,
-                val_iteration: None,
-                rank: 0,
-                step_name: None,
-                metrics: vec![("loss".to_owned(), v)],
-            },
-        ));
-    }
+    console::parse(line, out);
     oc
-}
-
-// ---------------------------------------------------------------------------------------------
-// Epoch summaries: `Epoch[3]: train_loss 2.5325 acc1 33.49 | val_loss 2.5057 acc1 33.52 lr 0.1`
-
-/// Most name–value pairs read from one epoch summary (a longer line is not one).
-const MAX_SUMMARY_PAIRS: usize = 256;
-
-/// An epoch summary line: `Epoch[<n>]:` (any case, anywhere in the line, so a logging prefix
-/// may precede it), then only `name value` pairs (`name: value` and `name=value` too; a value
-/// may end in `%`), parts separated by `|`. The part before the first `|` is the training
-/// part; a name after it that the training part already has is the validation value and is
-/// named `val_<name>` (`acc1` → `val_acc1`); other names keep theirs (`val_loss`, `lr`).
-/// `iter` / `iteration` / `step` pairs number the record instead of being metrics. Anything
-/// else after the colon (a tqdm bar with an `Epoch[3]` description) means it is not one.
-fn epoch_summary(line: &[u8]) -> Option<Record> {
-    let (epoch, rest) = epoch_label(line)?;
-    let mut rec = empty_record();
-    rec.epoch = Some(epoch);
-    let mut train_names: Vec<&[u8]> = Vec::new();
-    for (part, segment) in rest.split(|&c| c == b'|').enumerate() {
-        let mut tokens = segment
-            .split(|c: &u8| c.is_ascii_whitespace())
-            .filter(|t| !t.is_empty());
-        while let Some(tok) = tokens.next() {
-            let (name, value) = match tok.iter().position(|&c| c == b'=' || c == b':') {
-                Some(i) if i + 1 < tok.len() => (&tok[..i], &tok[i + 1..]),
-                Some(i) => (&tok[..i], tokens.next()?),
-                None => (tok, tokens.next()?),
-            };
-            let name = name.strip_suffix(b":").unwrap_or(name);
-            if !is_metric_name(name) || rec.metrics.len() >= MAX_SUMMARY_PAIRS {
-                return None;
-            }
-            let value = summary_number(value)?;
-            match name.to_ascii_lowercase().as_slice() {
-                b"iter" | b"iteration" | b"step" => {
-                    rec.iteration = Some(
-                        ((0.0..1.8e19).contains(&value) && value.fract() == 0.0)
-                            .then_some(value as u64)?,
-                    );
-                    continue;
-                }
-                b"epoch" => continue,
-                _ => {}
-            }
-            let key = if part == 0 {
-                train_names.push(name);
-                String::from_utf8_lossy(name).into_owned()
-            } else if train_names.contains(&name) {
-                format!("val_{}", String::from_utf8_lossy(name))
-            } else {
-                String::from_utf8_lossy(name).into_owned()
-            };
-            if !rec.metrics.iter().any(|(k, _)| *k == key) {
-                rec.metrics.push((key, value));
-            }
-        }
-    }
-    (!rec.metrics.is_empty()).then_some(rec)
-}
-
-/// `Epoch[<n>]:` in `line` (the word starting a token, any case): the epoch and the text
-/// after the colon.
-fn epoch_label(line: &[u8]) -> Option<(u64, &[u8])> {
-    let mut from = 0;
-    while let Some(off) = memchr::memchr(b'[', &line[from..]) {
-        let open = from + off;
-        from = open + 1;
-        if open < 5 || !line[open - 5..open].eq_ignore_ascii_case(b"epoch") {
-            continue;
-        }
-        if open > 5 && line[open - 6].is_ascii_alphanumeric() {
-            continue;
-        }
-        let digits = line[open + 1..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count();
-        let close = open + 1 + digits;
-        if digits == 0 || digits > 19 || line.get(close) != Some(&b']') {
-            continue;
-        }
-        let after = trim_start(&line[close + 1..]);
-        let Some(rest) = after.strip_prefix(b":") else {
-            continue;
-        };
-        let epoch = std::str::from_utf8(&line[open + 1..close])
-            .ok()?
-            .parse()
-            .ok()?;
-        return Some((epoch, rest));
-    }
-    None
-}
-
-/// A metric name: a letter or `_`, then letters, digits, `_`, `.`, `-`, `@`, `/`.
-fn is_metric_name(name: &[u8]) -> bool {
-    name.first()
-        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
-        && name.len() <= 128
-        && name
-            .iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-' | b'@' | b'/'))
-}
-
-/// A summary value: a number, maybe followed by `%` or a separating `,` / `;`.
-fn summary_number(v: &[u8]) -> Option<f64> {
-    let v = v.strip_suffix(b",").or(v.strip_suffix(b";")).unwrap_or(v);
-    let v = v.strip_suffix(b"%").unwrap_or(v);
-    if v.is_empty()
-        || !(v[0].is_ascii_digit()
-            || matches!(v[0], b'-' | b'+' | b'.' | b'n' | b'N' | b'i' | b'I'))
-    {
-        return None;
-    }
-    std::str::from_utf8(v).ok()?.parse::<f64>().ok()
-}
-
-/// The ModelZoo loss.py fallback `loss ([\d\.e-]+)`: the first `loss ` followed by such a
-/// token that is a number, and where that `loss` starts.
-fn plain_loss(line: &[u8]) -> Option<(usize, f64)> {
-    for at in LOSS_FINDER.find_iter(line) {
-        let tail = &line[at + 5..];
-        let n = tail
-            .iter()
-            .position(|&c| !(c.is_ascii_digit() || c == b'.' || c == b'e' || c == b'-'))
-            .unwrap_or(tail.len());
-        if n == 0 {
-            continue;
-        }
-        if let Some(v) = std::str::from_utf8(&tail[..n])
-            .ok()
-            .and_then(|s| s.parse::<f64>().ok())
-        {
-            return Some((at, v));
-        }
-    }
-    None
-}
-
-/// The epoch and step a plain loss line names before its `loss`: `epoch 3 step 10 loss ...`,
-/// `Epoch[3] iter: 10, loss ...` (words `epoch`, `step` / `iter` / `iteration`, any case, each
-/// followed by a number), so such lines pair by step like the structured formats.
-fn plain_step(prefix: &[u8]) -> (Option<u64>, Option<u64>) {
-    let words: Vec<&[u8]> = prefix
-        .split(|c| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let (mut epoch, mut step) = (None, None);
-    for pair in words.windows(2) {
-        let Some(n) = std::str::from_utf8(pair[1])
-            .ok()
-            .and_then(|t| t.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        match pair[0].to_ascii_lowercase().as_slice() {
-            b"epoch" => epoch = Some(n),
-            b"step" | b"iter" | b"iteration" => step = Some(n),
-            _ => {}
-        }
-    }
-    (epoch, step)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -998,94 +820,6 @@ impl<'a> Scanner<'a> {
                 _ => return Err(ParseError::Expected(b'}')),
             }
         }
-    }
-}
-
-/// A cursor over a Python `repr` of a dict.
-struct PyScanner<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl<'a> PyScanner<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-    fn next(&mut self) -> Option<u8> {
-        let c = self.peek();
-        self.i += c.is_some() as usize;
-        c
-    }
-    fn ws(&mut self) {
-        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
-            self.i += 1;
-        }
-    }
-
-    /// A Python string literal in `'...'` or `"..."`, escapes resolved (enough for keys and
-    /// numbers: `\\`, `\'`, `\"`, `\n`, `\t`, `\r`, `\xNN`; others are kept as written).
-    fn string(&mut self) -> Result<Cow<'a, [u8]>, ParseError> {
-        let q = self.next().ok_or(ParseError::EndOfLine)?;
-        if q != b'\'' && q != b'"' {
-            return Err(ParseError::Expected(b'\''));
-        }
-        let b: &'a [u8] = self.b;
-        let rest = &b[self.i..];
-        let end = memchr::memchr2(q, b'\\', rest).ok_or(ParseError::EndOfLine)?;
-        if rest[end] == q {
-            self.i += end + 1;
-            return Ok(Cow::Borrowed(&rest[..end]));
-        }
-        let mut out = rest[..end].to_vec();
-        self.i += end;
-        loop {
-            match self.next().ok_or(ParseError::EndOfLine)? {
-                c if c == q => return Ok(Cow::Owned(out)),
-                b'\\' => match self.next().ok_or(ParseError::EndOfLine)? {
-                    b'n' => out.push(b'\n'),
-                    b't' => out.push(b'\t'),
-                    b'r' => out.push(b'\r'),
-                    b'x' => {
-                        let h = self
-                            .b
-                            .get(self.i..self.i + 2)
-                            .ok_or(ParseError::EndOfLine)?;
-                        let v = std::str::from_utf8(h)
-                            .ok()
-                            .and_then(|h| u8::from_str_radix(h, 16).ok())
-                            .ok_or(ParseError::BadEscape)?;
-                        out.push(v);
-                        self.i += 2;
-                    }
-                    c @ (b'\\' | b'\'' | b'"') => out.push(c),
-                    c => {
-                        out.push(b'\\');
-                        out.push(c);
-                    }
-                },
-                c => out.push(c),
-            }
-        }
-    }
-
-    /// An unquoted value (`2.16`, `None`, `tensor(2.16, device='sdaa:0')`, `[1, 2]`): up to the
-    /// next `,` or `}` outside brackets and quotes.
-    fn bare(&mut self) -> Result<(), ParseError> {
-        let mut depth = 0usize;
-        while let Some(c) = self.peek() {
-            match c {
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' if depth > 0 => depth -= 1,
-                b',' | b'}' if depth == 0 => return Ok(()),
-                b'\'' | b'"' => {
-                    self.string()?;
-                    continue;
-                }
-                _ => {}
-            }
-            self.i += 1;
-        }
-        Err(ParseError::EndOfLine)
     }
 }
 

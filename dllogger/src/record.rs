@@ -37,9 +37,11 @@ pub enum LogFormat {
     TcapStdout,
     /// NVIDIA dllogger's `DLLL {json}` lines.
     NvidiaDlll,
-    /// `loss 1.234` anywhere in a line, the ModelZoo loss.py fallback; the metric is `loss`.
-    /// Prefer the other formats when a log has both (loss.py uses this only for files where
-    /// its main regex finds nothing).
+    /// A console loss line of a plain script, by the loss-line rule (docs/compare.md):
+    /// `Loss: 0.302`, `Loss 7.1e+00 (7.2e+00)`, `| loss  6.76 |`, `Loss_D: 1.2 Loss_G: 3.4`,
+    /// a tqdm postfix `loss=0.12`, a dict print `{'loss': 0.1, ...}`. The bare word is the
+    /// metric `loss`, other loss names as printed; evaluation lines give `val.<name>`, epoch
+    /// averages `train.avg_<name>`. Prefer the other formats when a log has both.
     PlainLoss,
     /// An epoch summary, `Epoch[3]: train_loss 2.53 acc1 33.49 | val_loss 2.50 acc1 33.52 lr
     /// 0.1` (the build-in models of the public ModelZoo): the epoch is the step; a name after

@@ -265,8 +265,9 @@ fn noise_is_skipped_and_cut_lines_are_malformed() {
     let skipped: &[&[u8]] = &[
         b"",
         b"W0515 14:20:08.430000 140114268497728 torch/distributed/run.py:779] *****",
-        b"2024/01/01 12:00:00 - mmengine - INFO - Epoch(train) [1][50/500]  lr: 1.0e-04  loss: 2.3456",
+        b"2024/01/01 12:00:00 - mmengine - INFO - Epoch(train) [1][50/500]  lr: 1.0e-04  eta: 0:10:00",
         b"{'model': 'resnet50', 'lr': 0.1}",
+        b"criterion = nn.CrossEntropyLoss(); --loss 2 /tmp/loss 3 loss function: MSE",
         b" TCCL         | 1.23.0b0 (/opt/tecoai/lib64/libtccl.so)",
         b"INFO {not json",
     ];

@@ -514,10 +514,10 @@ fn run_side(
     if outcome == RunOutcome::Interrupted {
         return Ok(run);
     }
-    match losses::find(dir, &console, opts.log.as_deref()) {
+    match losses::find(dir, &console, opts.log.as_deref(), None) {
         Ok(found) => {
             run.loss_log = Some(found.path);
-            run.loss_metric = Some(found.metric);
+            run.loss_metric = found.metrics.into_iter().next();
             run.steps = found.values;
         }
         Err(why) => run.loss_error = Some(why),

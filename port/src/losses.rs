@@ -1,25 +1,39 @@
-//! Which loss a run logged, and where: the file `--log` names, or the run's own console output
-//! (every format the dllogger reader knows — tcap_dllogger's stdout and JSON lines, NVIDIA
-//! DLLogger, and plain `loss 1.23` / `step 3 loss 1.23` lines).
+//! Which loss a run logged, and where: the file `--log` names, or the run's own console output,
+//! read by the dllogger reader (tcap_dllogger's stdout and JSON lines, NVIDIA DLLogger, epoch
+//! summaries, and every loss line plain scripts print: docs/port.md, "The loss-line rule").
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-/// The metrics tried, in order: the ModelZoo's name, then the names scripts print.
+/// The metrics tried, in order: the ModelZoo's name, then the names scripts print. When none
+/// is there, the named losses of one line (`Loss_D`, `Loss_G`) are the run's losses.
 pub const LOSS_METRICS: &[&str] = &["train.loss", "train_loss", "loss"];
+
+/// Loss-like lines shown when no loss can be read, and the most of each shown.
+const HINT_LINES: usize = 5;
+const HINT_CHARS: usize = 200;
 
 /// Where a run's losses are.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LossSource {
     pub path: PathBuf,
-    pub metric: String,
-    /// Values of `metric` for rank 0.
+    /// The loss metric, or the named losses of one line (`Loss_D`, `Loss_G`), each to be
+    /// judged on its own (the verdict is the worst).
+    pub metrics: Vec<String>,
+    /// Values of `metrics[0]` for rank 0.
     pub values: usize,
 }
 
 /// The loss series of one run: in `log` (relative to the run's directory `dir`) when given,
-/// else in its `console`. Err says what was looked at and what to do.
-pub fn find(dir: &Path, console: &Path, log: Option<&Path>) -> Result<LossSource, String> {
+/// else in its `console`; `key` (`--loss-key`) picks one metric. Err says what was looked at,
+/// shows the most loss-like lines of the output and what to do.
+pub fn find(
+    dir: &Path,
+    console: &Path,
+    log: Option<&Path>,
+    key: Option<&str>,
+) -> Result<LossSource, String> {
     let path = match log {
         Some(log) => {
             let path = dir.join(log);
@@ -39,37 +53,80 @@ pub fn find(dir: &Path, console: &Path, log: Option<&Path>) -> Result<LossSource
         }
         None => console.to_path_buf(),
     };
-    let counts = metric_counts(&path)?;
-    for metric in LOSS_METRICS {
-        if let Some(&values) = counts.get(*metric) {
-            return Ok(LossSource {
-                path,
-                metric: (*metric).to_string(),
-                values,
-            });
+    let seen = read_metrics(&path)?;
+    let found = |metrics: Vec<String>| {
+        let values = seen.counts.get(&metrics[0]).copied().unwrap_or(0);
+        LossSource {
+            path: path.clone(),
+            metrics,
+            values,
         }
-    }
-    let seen = if counts.is_empty() {
-        "no metric lines at all".to_string()
-    } else {
-        format!(
-            "metrics seen: {}",
-            counts.keys().cloned().collect::<Vec<_>>().join(", ")
-        )
     };
+    if let Some(key) = key {
+        if seen.counts.contains_key(key) {
+            return Ok(found(vec![key.to_string()]));
+        }
+        return Err(format!(
+            "--loss-key {key}: no such metric for rank 0 in {} ({}){}",
+            path.display(),
+            seen.listed(),
+            hint(&path)
+        ));
+    }
+    if let Some(m) = LOSS_METRICS.iter().find(|m| seen.counts.contains_key(**m)) {
+        return Ok(found(vec![m.to_string()]));
+    }
+    if let Some(named) = seen.named.clone() {
+        return Ok(found(named));
+    }
     Err(format!(
-        "no loss ({}) in {} ({seen}); print lines such as `step 3 loss 1.234` on rank 0, log \
-         `train.loss` with tcap_dllogger (docs/python_logger.md), or give the log file the \
-         script writes with --log FILE",
+        "no loss ({}, or named losses such as `Loss_D`) in {} ({}){}; print lines such as \
+         `step 3 loss 1.234` on rank 0, log `train.loss` with tcap_dllogger \
+         (docs/python_logger.md), give the log file the script writes with --log FILE, or pick \
+         one of the metrics read with --loss-key NAME",
         LOSS_METRICS.join(", "),
-        path.display()
+        path.display(),
+        seen.listed(),
+        hint(&path)
     ))
 }
 
-/// Values per metric name for rank 0.
-fn metric_counts(path: &Path) -> Result<BTreeMap<String, usize>, String> {
+/// What one read of a log found for rank 0.
+struct Seen {
+    /// Values per metric name.
+    counts: BTreeMap<String, usize>,
+    /// The training losses of the first record that has some and none of [`LOSS_METRICS`]
+    /// (per-step ones before epoch averages, `train.avg_*`).
+    named: Option<Vec<String>>,
+}
+
+impl Seen {
+    fn listed(&self) -> String {
+        if self.counts.is_empty() {
+            "no metric lines at all".to_string()
+        } else {
+            let mut names: Vec<&str> = self.counts.keys().map(String::as_str).take(40).collect();
+            if self.counts.len() > names.len() {
+                names.push("...");
+            }
+            format!("metrics read: {}", names.join(", "))
+        }
+    }
+}
+
+/// Whether `name` is a training loss: a `loss` part (`Loss_D`, `loss_cls`), not an
+/// evaluation's (`val.loss`, `val_loss`).
+fn is_training_loss(name: &str) -> bool {
+    !(name.starts_with("val.") || name.starts_with("val_"))
+        && name
+            .split(['_', '.'])
+            .any(|p| p.eq_ignore_ascii_case("loss"))
+}
+
+fn read_metrics(path: &Path) -> Result<Seen, String> {
     let mut reader = dllogger::open(path).map_err(|e| e.to_string())?;
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut named, mut averages): (Option<Vec<String>>, Option<Vec<String>>) = (None, None);
     while let Some(record) = reader.try_next().map_err(|e| e.to_string())? {
         if record.rank != 0 {
             continue;
@@ -77,36 +134,239 @@ fn metric_counts(path: &Path) -> Result<BTreeMap<String, usize>, String> {
         for (name, _) in &record.metrics {
             *counts.entry(name.clone()).or_default() += 1;
         }
+        if named.is_none() {
+            let losses: Vec<String> = record
+                .metrics
+                .iter()
+                .map(|(k, _)| k)
+                .filter(|k| is_training_loss(k))
+                .cloned()
+                .collect();
+            let (avg, step): (Vec<String>, Vec<String>) = losses
+                .into_iter()
+                .partition(|k| k.starts_with("train.avg_"));
+            if !step.is_empty() {
+                named = Some(step);
+            } else if !avg.is_empty() && averages.is_none() {
+                averages = Some(avg);
+            }
+        }
     }
-    Ok(counts)
+    Ok(Seen {
+        counts,
+        named: named.or(averages),
+    })
+}
+
+/// The most loss-like lines of `path` (up to [`HINT_LINES`], in file order), for an error:
+/// a line with the word `loss` followed by a digit before one with the word only.
+fn hint(path: &Path) -> String {
+    let Ok(file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let mut reader = BufReader::new(file);
+    let mut best: Vec<(u8, usize, String)> = Vec::new();
+    let mut buf = Vec::new();
+    let mut no = 0usize;
+    loop {
+        buf.clear();
+        // At most 4 KiB of a line is looked at; the rest is passed over.
+        match reader.by_ref().take(4096).read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        no += 1;
+        if buf.last() != Some(&b'\n') {
+            skip_rest_of_line(&mut reader);
+        }
+        let score = loss_likeness(&buf);
+        if score == 0 || best.iter().filter(|b| b.0 >= score).count() >= HINT_LINES {
+            continue;
+        }
+        best.push((score, no, shown(&buf)));
+        best.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        best.truncate(HINT_LINES);
+    }
+    if best.is_empty() {
+        return "; no line of it mentions a loss".to_string();
+    }
+    best.sort_by_key(|b| b.1);
+    let lines: Vec<String> = best
+        .iter()
+        .map(|(_, no, text)| format!("line {no}: {text}"))
+        .collect();
+    format!(
+        "; its most loss-like lines — {} — are not lines the loss-line rule reads (docs/port.md)",
+        lines.join("; ")
+    )
+}
+
+fn skip_rest_of_line(reader: &mut impl BufRead) {
+    loop {
+        let (done, n) = match reader.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(b) => match b.iter().position(|&c| c == b'\n') {
+                Some(i) => (true, i + 1),
+                None => (false, b.len()),
+            },
+        };
+        reader.consume(n);
+        if done {
+            return;
+        }
+    }
+}
+
+/// 2: the word `loss` (any case) with a digit within 24 bytes after it; 1: the word only.
+fn loss_likeness(line: &[u8]) -> u8 {
+    let lower = line.to_ascii_lowercase();
+    let mut score = 0;
+    for at in (0..lower.len().saturating_sub(3)).filter(|&i| lower[i..].starts_with(b"loss")) {
+        let after = &lower[at + 4..(at + 28).min(lower.len())];
+        score = score.max(1 + u8::from(after.iter().any(u8::is_ascii_digit)));
+    }
+    score
+}
+
+/// A line as shown in an error that also goes into PORT.md: its last `\r` segment (what a
+/// terminal shows), control characters escaped, cut to [`HINT_CHARS`] characters, as a
+/// Markdown code span.
+fn shown(line: &[u8]) -> String {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let seg = line.rsplit(|&c| c == b'\r').next().unwrap_or(line);
+    let text = String::from_utf8_lossy(seg);
+    let mut out = String::new();
+    for (n, c) in text.trim().chars().enumerate() {
+        if n == HINT_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    code_span(&out)
+}
+
+/// `text` as a Markdown code span: fenced by one backtick more than its longest run.
+fn code_span(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') || text.is_empty() {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let console = dir.join("console.log");
+        std::fs::write(&console, text).unwrap();
+        console
+    }
+
     #[test]
     fn the_modelzoo_name_first_then_plain_loss_lines_and_a_clear_miss() {
         let tmp = tempfile::tempdir().unwrap();
-        let console = tmp.path().join("console.log");
-        std::fs::write(&console, "banner\nstep 0 loss 2.5\nstep 1 loss 2.25\n").unwrap();
-        let found = find(tmp.path(), &console, None).unwrap();
-        assert_eq!((found.metric.as_str(), found.values), ("loss", 2));
+        let console = write(tmp.path(), "banner\nstep 0 loss 2.5\nstep 1 loss 2.25\n");
+        let found = find(tmp.path(), &console, None, None).unwrap();
+        assert_eq!((found.metrics, found.values), (vec!["loss".to_string()], 2));
 
-        std::fs::write(
-            &console,
-            "TCAPPDLL 2026-01-01 00:00:00.000000 - Epoch: 0 Iteration: 1  rank : 0  train.loss : 2.5 \n",
-        )
-        .unwrap();
+        write(
+            tmp.path(),
+            "TCAPPDLL 2026-01-01 00:00:00.000000 - Epoch: 0 Iteration: 1  rank : 0  train.loss : 2.5 \nloss 1.0\n",
+        );
         assert_eq!(
-            find(tmp.path(), &console, None).unwrap().metric,
-            "train.loss"
+            find(tmp.path(), &console, None, None).unwrap().metrics,
+            ["train.loss"]
         );
 
-        std::fs::write(&console, "nothing to see\n").unwrap();
-        let err = find(tmp.path(), &console, None).unwrap_err();
-        assert!(err.contains("--log FILE"), "{err}");
-        let err = find(tmp.path(), &console, Some(Path::new("out/log.json"))).unwrap_err();
+        write(tmp.path(), "nothing to see\n");
+        let err = find(tmp.path(), &console, None, None).unwrap_err();
+        assert!(
+            err.contains("--log FILE") && err.contains("--loss-key"),
+            "{err}"
+        );
+        assert!(err.contains("no line of it mentions a loss"), "{err}");
+        let err = find(tmp.path(), &console, Some(Path::new("out/log.json")), None).unwrap_err();
         assert!(err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn named_losses_of_one_line_then_loss_key_picks_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        // dcgan's lines: no plain `loss`, two named losses; an epoch average comes last.
+        let console = write(
+            tmp.path(),
+            "[0/25][0/1563] Loss_D: 1.8 Loss_G: 4.1 D(x): 0.5 D(G(z)): 0.4 / 0.3\n\
+             [0/25][1/1563] Loss_D: 1.6 Loss_G: 4.0 D(x): 0.5 D(G(z)): 0.4 / 0.3\n\
+             Test set: Average loss: 0.5, Accuracy: 10/20 (50%)\n",
+        );
+        let found = find(tmp.path(), &console, None, None).unwrap();
+        assert_eq!(found.metrics, ["Loss_D", "Loss_G"]);
+        assert_eq!(found.values, 2);
+        let found = find(tmp.path(), &console, None, Some("Loss_G")).unwrap();
+        assert_eq!(
+            (found.metrics, found.values),
+            (vec!["Loss_G".to_string()], 2)
+        );
+        let err = find(tmp.path(), &console, None, Some("loss")).unwrap_err();
+        assert!(err.contains("Loss_D, Loss_G"), "{err}");
+
+        // A plain `loss` among named ones is the loss; an epoch average is not per step.
+        write(
+            tmp.path(),
+            "====> Epoch: 1 Average loss: 164.2\nloss_cls: 0.1, loss_bbox: 0.2, loss: 0.3\n",
+        );
+        let found = find(tmp.path(), &console, None, None).unwrap();
+        assert_eq!(found.metrics, ["loss"]);
+        write(tmp.path(), "====> Epoch: 1 Average loss: 164.2\n");
+        let found = find(tmp.path(), &console, None, None).unwrap();
+        assert_eq!(found.metrics, ["train.avg_loss"]);
+    }
+
+    #[test]
+    fn a_miss_shows_the_most_loss_like_lines_escaped_and_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let long = format!("my loss is `{}`", "x".repeat(400));
+        let text = format!(
+            "start\nLoss function: CrossEntropy\nloss -> 2.5 (step 3)\n\x1b[1mLOSS\x1b[0m => 1.25\n{long}\nprogress\rloss ~ 7\nvalue 1\nthe loss was fine\n"
+        );
+        let console = write(tmp.path(), &text);
+        let err = find(tmp.path(), &console, None, None).unwrap_err();
+        // Lines with a number after the word first, then the word only, shown in file order.
+        for want in [
+            "line 2: `Loss function: CrossEntropy`",
+            "line 3: `loss -> 2.5 (step 3)`",
+            "line 4: `\\u{1b}[1mLOSS\\u{1b}[0m => 1.25`",
+            "line 6: `loss ~ 7`",
+        ] {
+            assert!(err.contains(want), "{want} in {err}");
+        }
+        assert!(err.contains("line 5: ``my loss is `xxx"), "{err}");
+        assert!(err.contains("…``"), "{err}");
+        // Five at most: the last line with the word only is left out.
+        assert!(
+            !err.contains("line 1:") && !err.contains("line 7:"),
+            "{err}"
+        );
+        assert!(!err.contains("line 8:"), "{err}");
+        assert!(
+            !err.contains(&"x".repeat(200)),
+            "cut to 200 characters: {err}"
+        );
     }
 }
