@@ -8,7 +8,8 @@
 // profilers see it), at every level: a composite op and the ops it calls are all counted. What
 // the plugin runs inside an sdaa kernel is not (it disables RecordFunction there). An op ran on
 // the device when an operand or a result is an sdaa tensor, or it was given an sdaa device;
-// otherwise it ran on the host.
+// otherwise it ran on the host. A call that ended by raising (its record ends while the
+// exception unwinds) failed: the inventory lists such ops on sdaa with the error's first line.
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
 
@@ -16,6 +17,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,7 +39,14 @@ struct Inventory {
   Counts fp64_device;  // op -> calls with an fp64 operand on sdaa
   Counts fp64_host;    // op -> calls on the host with an fp64 operand
   Counts fallbacks;    // op -> calls served by cpu_fallback
+  Counts failed;       // op -> calls on sdaa that raised
+  std::map<std::string, std::string> failed_why;  // op -> the first failure's reason
 };
+
+// The text of the last failure a plugin kernel raised on this thread (see note_failure).
+// It is forgotten when this thread's outermost recorded call ends.
+thread_local std::string last_failure;
+thread_local int open_calls = 0;  // this thread's recorded calls in progress
 
 // Callbacks stay registered until the process ends and may fire after static destructors ran:
 // the state is allocated once and never destroyed (as in perturb.cpp).
@@ -75,6 +84,7 @@ struct Call : at::ObserverContext {
   bool fp64_device = false;  // an fp64 tensor on sdaa
   bool fp64_any = false;     // an fp64 tensor anywhere
   bool has_tensors = false;  // the signature came from the operands
+  int unwinding = 0;         // exceptions in flight when the call began
   std::string dtypes;        // the tensor operands' dtypes, in argument order
 
   void see(const at::Tensor& t) {
@@ -122,18 +132,36 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   auto call = std::make_unique<Call>();
   for (const c10::IValue& v : fn.inputs()) call->see_value(v, /*sign=*/true);
   call->has_tensors = !call->dtypes.empty();
+  call->unwinding = std::uncaught_exceptions();
+  ++open_calls;
   return call;
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   auto* call = static_cast<Call*>(ctx);
   if (call == nullptr) return;
+  struct Close {
+    ~Close() {
+      if (--open_calls <= 0) {
+        open_calls = 0;
+        last_failure.clear();
+      }
+    }
+  } close;
   // A factory's signature is what it made.
   for (const c10::IValue& v : fn.outputs()) call->see_value(v, /*sign=*/!call->has_tensors);
   const std::string name = fn.name();
+  // The record ends while an exception unwinds through the call: the op raised.
+  const bool failed = call->device && std::uncaught_exceptions() > call->unwinding;
   Inventory& inv = inventory();
   std::lock_guard<std::mutex> lock(inv.mutex);
   (call->device ? inv.device : inv.host)[name][call->dtypes]++;
+  if (failed) {
+    inv.failed[name]++;
+    if (!inv.failed_why.count(name)) {
+      inv.failed_why[name] = last_failure.empty() ? "raised an error" : last_failure;
+    }
+  }
   if (call->device && call->fp64_device) inv.fp64_device[name]++;
   if (!call->device && call->fp64_any) inv.fp64_host[name]++;
 }
@@ -151,6 +179,14 @@ std::string json(const Counts& counts) {
   std::string out = "{";
   for (const auto& [key, n] : counts) {
     out += (out.size() > 1 ? "," : "") + quoted(key) + ":" + std::to_string(n);
+  }
+  return out + "}";
+}
+
+std::string json(const std::map<std::string, std::string>& texts) {
+  std::string out = "{";
+  for (const auto& [key, text] : texts) {
+    out += (out.size() > 1 ? "," : "") + quoted(key) + ":" + quoted(text);
   }
   return out + "}";
 }
@@ -173,6 +209,18 @@ void note_emulator_fallback(std::string_view op) {
   std::lock_guard<std::mutex> lock(inv.mutex);
   inv.fallbacks[std::string(op)]++;
 }
+
+void note_failure(std::string_view why) {
+  std::string text(why);
+  text = text.substr(0, text.find('\n'));
+  // libtorch's "Could not run 'op' with arguments from the 'CPU' backend", said for the emulator.
+  if (text.rfind("Could not run '", 0) == 0) {
+    text = "no CPU kernel for the emulator to run (libtorch implements the op for other devices "
+           "only): " + text;
+  }
+  last_failure = text;
+  if (last_failure.size() > 300) last_failure = last_failure.substr(0, 300) + "...";
+}
 }  // namespace sdaa_emulator
 
 extern "C" {
@@ -190,7 +238,8 @@ EXPORT int torch_sdaa_emu_inventory_enable() {
 }
 
 // The counts so far as JSON ({"device": {op: {dtypes: calls}}, "host": ..., "fp64_device":
-// {op: calls}, "fp64_host": ..., "emulator_fallbacks": ...}), NUL-terminated into `buffer` when
+// {op: calls}, "fp64_host": ..., "emulator_fallbacks": ..., "failed": {op: calls},
+// "failed_why": {op: the first failure's reason}), NUL-terminated into `buffer` when
 // it holds `capacity` bytes. Returns the bytes needed, NUL included: call again with that many
 // when it is more than `capacity`.
 EXPORT size_t torch_sdaa_emu_inventory_json(char* buffer, size_t capacity) {
@@ -200,7 +249,8 @@ EXPORT size_t torch_sdaa_emu_inventory_json(char* buffer, size_t capacity) {
     std::lock_guard<std::mutex> lock(inv.mutex);
     out = "{\"device\":" + json(inv.device) + ",\"host\":" + json(inv.host) +
           ",\"fp64_device\":" + json(inv.fp64_device) + ",\"fp64_host\":" + json(inv.fp64_host) +
-          ",\"emulator_fallbacks\":" + json(inv.fallbacks) + "}";
+          ",\"emulator_fallbacks\":" + json(inv.fallbacks) + ",\"failed\":" + json(inv.failed) +
+          ",\"failed_why\":" + json(inv.failed_why) + "}";
   }
   if (buffer != nullptr && capacity > out.size()) std::memcpy(buffer, out.c_str(), out.size() + 1);
   return out.size() + 1;
@@ -215,5 +265,7 @@ EXPORT void torch_sdaa_emu_inventory_reset() {
   inv.fp64_device.clear();
   inv.fp64_host.clear();
   inv.fallbacks.clear();
+  inv.failed.clear();
+  inv.failed_why.clear();
 }
 }

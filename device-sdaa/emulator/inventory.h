@@ -7,4 +7,7 @@ namespace sdaa_emulator {
 bool inventory_enabled();
 // The plugin served `op` through libtorch's copying cpu_fallback: an emulator fallback.
 void note_emulator_fallback(std::string_view op);
+// An sdaa kernel of the plugin raised (the CPU kernel refused, or there was none): `why` is the
+// error's text, which the inventory gives as the reason of the ops that failed with it.
+void note_failure(std::string_view why);
 }  // namespace sdaa_emulator

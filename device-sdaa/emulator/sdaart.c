@@ -2,10 +2,16 @@
  *
  * The CUDA-like runtime API subset device-sdaa uses (declared in include/sdaa_runtime.h), with
  * "device memory" in host memory. Configuration:
- *   SDAA_EMULATOR_DEVICES    number of devices (default 2)
- *   SDAA_VISIBLE_DEVICES     which of them a process sees, as CUDA_VISIBLE_DEVICES
- *   SDAA_EMULATOR_MEMORY_MB  memory per device in MiB (default 16384); allocations past it
- *                            fail with sdaaErrorMemoryAllocation, like a full card. */
+ *   SDAA_EMULATOR_DEVICES    number of devices, an integer 0..64 (default 2)
+ *   SDAA_VISIBLE_DEVICES     which of them a process sees, as CUDA_VISIBLE_DEVICES: integers
+ *                            separated by commas; the list ends at the first index that is out
+ *                            of range or repeated (a list written for a bigger machine)
+ *   SDAA_EMULATOR_MEMORY_MB  memory per device in MiB, an integer 1..2^30 (default 16384);
+ *                            allocations past it fail with sdaaErrorMemoryAllocation, like a
+ *                            full card.
+ * A variable that is set but not valid is an error, never a silent default: every call that
+ * needs it returns sdaaErrorInitializationError, whose sdaaGetErrorString names the variable,
+ * its value and what is allowed (sdaaEmuConfigError returns the same text, or NULL). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,56 +30,123 @@ static size_t used[MAX_DEVICES];
 static size_t peak[MAX_DEVICES]; /* high-water mark of used[], for torch_sdaa's memory stats */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-static long env_long(const char* name, long dflt, long lo, long hi) {
+/* What is wrong with the configuration, for sdaaGetErrorString (per thread: the call that
+ * failed and the error text it is asked for run on one thread). */
+static __thread char config_message[512];
+
+/* An integer variable in [lo, hi]: 0 and *out (dflt when unset or empty), else
+ * sdaaErrorInitializationError with config_message saying what is wrong. */
+static sdaaError_t env_long(const char* name, long dflt, long lo, long hi, const char* meaning,
+                            long* out) {
   const char* v = getenv(name);
-  if (v == NULL || *v == 0) return dflt;
+  *out = dflt;
+  if (v == NULL || *v == 0) return sdaaSuccess;
   char* end = NULL;
   long x = strtol(v, &end, 10);
-  if (*end != 0 || x < lo || x > hi) return dflt;
-  return x;
+  while (*end == ' ') end++;
+  if (end == v || *end != 0 || x < lo || x > hi) {
+    snprintf(config_message, sizeof config_message,
+             "SDAA emulator: %s='%.64s' is not valid: expected an integer from %ld to %ld (%s; "
+             "default %ld when unset)",
+             name, v, lo, hi, meaning, dflt);
+    return sdaaErrorInitializationError;
+  }
+  *out = x;
+  return sdaaSuccess;
 }
 
 /* SDAA_VISIBLE_DEVICES, like CUDA_VISIBLE_DEVICES: the emulated devices this process sees, in
  * that order (device i is emulated device physical[i]); the list ends at the first entry that
- * is not a new index below SDAA_EMULATOR_DEVICES. Unset, every emulated device is visible. */
-static int visible_devices(int physical[MAX_DEVICES]) {
-  int n = (int)env_long("SDAA_EMULATOR_DEVICES", 2, 0, MAX_DEVICES);
+ * is out of range or repeated, as CUDA's does. An entry that is not an integer is an error.
+ * Unset, every emulated device is visible. */
+static sdaaError_t visible_devices(int physical[MAX_DEVICES], int* count_out) {
+  long n = 0;
+  sdaaError_t rc = env_long("SDAA_EMULATOR_DEVICES", 2, 0, MAX_DEVICES,
+                            "the number of emulated SDAA devices", &n);
+  if (rc != sdaaSuccess) return rc;
   const char* v = getenv("SDAA_VISIBLE_DEVICES");
   if (v == NULL) {
     for (int i = 0; i < n; i++) physical[i] = i;
-    return n;
+    *count_out = (int)n;
+    return sdaaSuccess;
+  }
+  /* Syntax first: integers separated by commas (spaces around them allowed), or nothing. */
+  for (const char* p = v; *p != 0;) {
+    while (*p == ' ') p++;
+    char* end = NULL;
+    strtol(p, &end, 10);
+    while (*end == ' ') end++;
+    if (end == p || (*end != ',' && *end != 0) || (*end == ',' && end[1] == 0)) {
+      snprintf(config_message, sizeof config_message,
+               "SDAA emulator: SDAA_VISIBLE_DEVICES='%.64s' is not valid: expected device "
+               "indices separated by commas, e.g. '0' or '1,0' (the list ends at the first "
+               "index that is not below SDAA_EMULATOR_DEVICES=%ld or is repeated)",
+               v, n);
+      return sdaaErrorInitializationError;
+    }
+    p = *end == ',' ? end + 1 : end;
   }
   int count = 0;
   while (*v != 0 && count < n) {
     char* end = NULL;
     long id = strtol(v, &end, 10);
     while (*end == ' ') end++;
-    if (end == v || (*end != ',' && *end != 0) || id < 0 || id >= n) break;
+    if (id < 0 || id >= n) break;
     int seen = 0;
     for (int i = 0; i < count; i++) seen |= physical[i] == id;
     if (seen) break;
     physical[count++] = (int)id;
     v = *end == ',' ? end + 1 : end;
   }
-  return count;
+  *count_out = count;
+  return sdaaSuccess;
 }
 
-static int device_count(void) {
+static sdaaError_t device_count(int* n) {
   int physical[MAX_DEVICES];
-  return visible_devices(physical);
+  return visible_devices(physical, n);
 }
-static size_t total_bytes(void) {
-  return (size_t)env_long("SDAA_EMULATOR_MEMORY_MB", 16384, 1, 1L << 30) << 20;
+
+static sdaaError_t total_bytes(size_t* out) {
+  long mb = 0;
+  sdaaError_t rc = env_long("SDAA_EMULATOR_MEMORY_MB", 16384, 1, 1L << 30,
+                            "the memory of each emulated device in MiB", &mb);
+  *out = (size_t)mb << 20;
+  return rc;
+}
+
+/* A device index of this process, or the error: any setting not valid (so that selecting a
+ * device, the first thing a user of the runtime does, reports them all), then an invalid
+ * device. */
+static sdaaError_t check_device(int device) {
+  int n = 0;
+  size_t bytes = 0;
+  sdaaError_t rc = device_count(&n);
+  if (rc == sdaaSuccess) rc = total_bytes(&bytes);
+  if (rc != sdaaSuccess) return rc;
+  return device < 0 || device >= n ? sdaaErrorInvalidDevice : sdaaSuccess;
+}
+
+/* Emulator-only (not in the SDAA API): what is wrong with the emulator's settings, or NULL when
+ * they are valid. torch_sdaa checks it on import. */
+EXPORT const char* sdaaEmuConfigError(void) {
+  int n = 0;
+  size_t bytes = 0;
+  if (device_count(&n) != sdaaSuccess || total_bytes(&bytes) != sdaaSuccess) {
+    return config_message;
+  }
+  return NULL;
 }
 
 EXPORT sdaaError_t sdaaGetDeviceCount(int* count) {
   if (count == NULL) return sdaaErrorInvalidValue;
-  *count = device_count();
-  return sdaaSuccess;
+  *count = 0;
+  return device_count(count);
 }
 
 EXPORT sdaaError_t sdaaSetDevice(int device) {
-  if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  sdaaError_t rc = check_device(device);
+  if (rc != sdaaSuccess) return rc;
   current_device = device;
   return sdaaSuccess;
 }
@@ -88,7 +161,9 @@ EXPORT sdaaError_t sdaaDeviceSynchronize(void) { return sdaaSuccess; /* host mem
 
 EXPORT sdaaError_t sdaaMemGetInfo(size_t* free_bytes, size_t* total) {
   if (free_bytes == NULL || total == NULL) return sdaaErrorInvalidValue;
-  size_t t = total_bytes();
+  size_t t = 0;
+  sdaaError_t rc = total_bytes(&t);
+  if (rc != sdaaSuccess) return rc;
   pthread_mutex_lock(&lock);
   size_t u = used[current_device];
   pthread_mutex_unlock(&lock);
@@ -103,9 +178,12 @@ EXPORT sdaaError_t sdaaMemGetInfo(size_t* free_bytes, size_t* total) {
  * sdaaMalloc* and sdaaFree charge and credit through them too. */
 EXPORT sdaaError_t sdaaEmuAdopt(size_t size, int device) {
   if (device < 0) device = current_device;
-  if (device >= device_count()) return sdaaErrorInvalidDevice;
+  size_t cap = 0;
+  sdaaError_t rc = check_device(device);
+  if (rc == sdaaSuccess) rc = total_bytes(&cap);
+  if (rc != sdaaSuccess) return rc;
   pthread_mutex_lock(&lock);
-  if (used[device] + size > total_bytes()) {
+  if (used[device] + size > cap) {
     pthread_mutex_unlock(&lock);
     return sdaaErrorMemoryAllocation;
   }
@@ -126,7 +204,8 @@ EXPORT void sdaaEmuRelease(size_t size, int device) {
  * max_memory_allocated (the emulator has no caching allocator: charged bytes are live bytes). */
 EXPORT sdaaError_t sdaaEmuMemoryStats(int device, size_t* current, size_t* peak_bytes) {
   if (current == NULL || peak_bytes == NULL) return sdaaErrorInvalidValue;
-  if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  sdaaError_t rc = check_device(device);
+  if (rc != sdaaSuccess) return rc;
   pthread_mutex_lock(&lock);
   *current = used[device];
   *peak_bytes = peak[device];
@@ -136,7 +215,8 @@ EXPORT sdaaError_t sdaaEmuMemoryStats(int device, size_t* current, size_t* peak_
 
 /* Restarts `device`'s peak from its current bytes (torch_sdaa's reset_peak_memory_stats). */
 EXPORT sdaaError_t sdaaEmuResetPeak(int device) {
-  if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  sdaaError_t rc = check_device(device);
+  if (rc != sdaaSuccess) return rc;
   pthread_mutex_lock(&lock);
   peak[device] = used[device];
   pthread_mutex_unlock(&lock);
@@ -147,7 +227,6 @@ EXPORT sdaaError_t sdaaEmuResetPeak(int device) {
 EXPORT sdaaError_t sdaaMallocOnDevice(void** ptr, size_t size, int device) {
   if (ptr == NULL) return sdaaErrorInvalidValue;
   if (device < 0) device = current_device;
-  if (device >= device_count()) return sdaaErrorInvalidDevice;
   *ptr = NULL;
   if (size == 0) return sdaaSuccess;
   sdaaError_t charged = sdaaEmuAdopt(size, device);
@@ -205,9 +284,11 @@ EXPORT const char* sdaaRuntimeGetVersionString(void) { return "2.1.0-emulator"; 
 /* Writes the device name into the first 256 bytes (cudaDeviceProp layout starts so). */
 EXPORT sdaaError_t sdaaGetDeviceProperties(void* prop, int device) {
   if (prop == NULL) return sdaaErrorInvalidValue;
-  if (device < 0 || device >= device_count()) return sdaaErrorInvalidDevice;
+  sdaaError_t rc = check_device(device);
+  if (rc != sdaaSuccess) return rc;
   int physical[MAX_DEVICES];
-  visible_devices(physical);
+  int n = 0;
+  visible_devices(physical, &n);
   memset(prop, 0, 256);
   snprintf((char*)prop, 256, "SDAA emulator device %d", physical[device]);
   return sdaaSuccess;
@@ -221,6 +302,10 @@ EXPORT const char* sdaaGetErrorString(sdaaError_t error) {
       return "out of memory: SDAA_EMULATOR_MEMORY_MB exceeded (SDAA emulator)";
     case sdaaErrorInvalidDevice:
       return "invalid device ordinal: see SDAA_EMULATOR_DEVICES (SDAA emulator)";
+    case sdaaErrorInitializationError: {
+      const char* why = sdaaEmuConfigError();
+      return why != NULL ? why : "initialization error (SDAA emulator)";
+    }
     default: return "unknown error (SDAA emulator)";
   }
 }

@@ -5,8 +5,10 @@
  * names a shared-memory segment, each rank owns a 4 MiB slot in it, and collectives run chunk
  * by chunk between barriers. Reduction order is rank 0, 1, ... on every rank, so all ranks get
  * bit-identical results.
- * TCCL_EMULATOR_TIMEOUT_S (default 300) bounds every wait: a missing rank gives an error,
- * never a hang. */
+ * TCCL_EMULATOR_TIMEOUT_S (seconds, a number > 0; default 300) bounds every wait: a missing
+ * rank gives an error, never a hang. Set but not valid, tcclCommInitRank fails with
+ * tcclInvalidUsage, whose tcclGetErrorString names the variable, its value and what is allowed
+ * (tcclEmuConfigError returns the same text, or NULL). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -44,11 +46,29 @@ typedef struct {
 
 static const size_t HDR_BYTES = 4096;
 
+static __thread char config_message[256];
+
+/* TCCL_EMULATOR_TIMEOUT_S in seconds (300 when unset or empty); 0 with config_message set when
+ * it is not a number > 0. */
 static double timeout_s(void) {
   const char* v = getenv("TCCL_EMULATOR_TIMEOUT_S");
-  double t = v ? atof(v) : 0;
-  return t > 0 ? t : 300;
+  if (v == NULL || *v == 0) return 300;
+  char* end = NULL;
+  double t = strtod(v, &end);
+  while (*end == ' ') end++;
+  if (end == v || *end != 0 || !(t > 0) || t > 1e9) {
+    snprintf(config_message, sizeof config_message,
+             "TCCL emulator: TCCL_EMULATOR_TIMEOUT_S='%.64s' is not valid: expected a number of "
+             "seconds > 0 (the longest a collective waits for the other ranks; default 300 when "
+             "unset)",
+             v);
+    return 0;
+  }
+  return t;
 }
+
+/* Emulator-only (not in the TCCL API): what is wrong with the emulator's settings, or NULL. */
+EXPORT const char* tcclEmuConfigError(void) { return timeout_s() > 0 ? NULL : config_message; }
 
 static double now_s(void) {
   struct timespec ts;
@@ -91,7 +111,10 @@ EXPORT const char* tcclGetErrorString(tcclResult_t r) {
     case tcclInternalError: return "internal error (TCCL emulator)";
     case tcclInvalidArgument:
       return "invalid argument: bad rank, size, pointer, dtype or reduction (TCCL emulator)";
-    case tcclInvalidUsage: return "invalid usage: ranks disagree on the world size (TCCL emulator)";
+    case tcclInvalidUsage: {
+      const char* why = tcclEmuConfigError();
+      return why != NULL ? why : "invalid usage: ranks disagree on the world size (TCCL emulator)";
+    }
     case tcclTimeout:
       return "timed out waiting for the other ranks (TCCL_EMULATOR_TIMEOUT_S) (TCCL emulator)";
     default: return "unknown error (TCCL emulator)";
@@ -111,6 +134,7 @@ EXPORT tcclResult_t tcclGetUniqueId(tcclUniqueId* id) {
 
 EXPORT tcclResult_t tcclCommInitRank(tcclComm_t* comm, int nranks, tcclUniqueId id, int rank) {
   if (comm == NULL || nranks < 1 || rank < 0 || rank >= nranks) return tcclInvalidArgument;
+  if (tcclEmuConfigError() != NULL) return tcclInvalidUsage;
   size_t magic_len = strlen(MAGIC);
   if (strncmp(id.internal, MAGIC ":", magic_len + 1) != 0) return tcclInvalidArgument;
   comm_t* c = calloc(1, sizeof *c);

@@ -17,7 +17,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/native/DispatchStub.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/transformers/attention.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -52,6 +54,13 @@ void sdaaEmuRelease(size_t size, int device);
 __attribute__((visibility("default"))) const char* torch_sdaa_version() {
   return "2.1.1-emulator";
 }
+}  // extern "C"
+
+// Why SDAA_EMU_PERTURB is not valid, or NULL: torch_sdaa checks it on import (the plugin also
+// fails every sdaa allocation with it, for the Rust side).
+extern "C" __attribute__((visibility("default"))) const char* torch_sdaa_emu_perturb_error() {
+  const std::string& why = sdaa_emulator::perturb_error();
+  return why.empty() ? nullptr : why.c_str();
 }
 
 namespace {
@@ -344,6 +353,11 @@ at::Tensor& zero(at::Tensor& self) {
   return self;
 }
 
+// Tensor.record_stream (DataParallel's scatter, side-stream copies): on CUDA it keeps the memory
+// from reuse until the stream's queued work is done. Emulated work is done when the op returns
+// and there is no caching allocator to reuse memory early: nothing to record.
+void record_stream(at::Tensor&, at::Stream) {}
+
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   return host_alias(self).item();
@@ -540,6 +554,151 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> host_native_batch_norm_out(
   return {out, save_mean, save_invstd};
 }
 
+// Recurrent layers. libtorch's LSTM and GRU cells (aten/src/ATen/native/RNN.cpp) take the fused
+// `_thnn_fused_{lstm,gru}_cell` kernels for any input that `is_cuda() || is_privateuseone()`,
+// which only CUDA implements; the CPU computes the cells from linear, sigmoid and tanh instead.
+// So the layer-level ops run here on the CPU path: operands copied to the host through the
+// autograd graph (`.cpu()`), the CPU op with its own autograd (dropout between layers, packed
+// sequences, bidirectional, batch_first as the CPU does them), results copied back to the
+// input's device. Forward and backward are the CPU's kernels in the CPU's order: bit-identical to
+// a CPU run. Plain RNN layers (tanh, relu) have no fused cell, but the CPU projects the inputs
+// of all time steps in one GEMM where other devices do one per step (`FullLayer`), so they take
+// the CPU's path too; their single-step cells need nothing. Registered for PrivateUse1
+// (inference, no autograd) and AutogradPrivateUse1, which takes precedence over the ops'
+// CompositeImplicitAutograd kernels.
+std::vector<at::Tensor> to_host(at::TensorList ts) {
+  std::vector<at::Tensor> host;
+  host.reserve(ts.size());
+  for (const at::Tensor& t : ts) host.push_back(t.defined() ? t.cpu() : t);
+  return host;
+}
+
+std::optional<at::Tensor> to_host(const std::optional<at::Tensor>& t) {
+  if (t.has_value() && t->defined()) return t->cpu();
+  return t;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_input(
+    const at::Tensor& input, at::TensorList hx, at::TensorList params, bool has_biases,
+    int64_t num_layers, double dropout, bool train, bool bidirectional, bool batch_first) {
+  auto [out, h, c] = at::lstm(input.cpu(), to_host(hx), to_host(params), has_biases, num_layers,
+                              dropout, train, bidirectional, batch_first);
+  const auto device = input.device();
+  return {out.to(device), h.to(device), c.to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_data(
+    const at::Tensor& data, const at::Tensor& batch_sizes, at::TensorList hx,
+    at::TensorList params, bool has_biases, int64_t num_layers, double dropout, bool train,
+    bool bidirectional) {
+  auto [out, h, c] = at::lstm(data.cpu(), batch_sizes.cpu(), to_host(hx), to_host(params),
+                              has_biases, num_layers, dropout, train, bidirectional);
+  const auto device = data.device();
+  return {out.to(device), h.to(device), c.to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor> gru_input(const at::Tensor& input, const at::Tensor& hx,
+                                             at::TensorList params, bool has_biases,
+                                             int64_t num_layers, double dropout, bool train,
+                                             bool bidirectional, bool batch_first) {
+  auto [out, h] = at::gru(input.cpu(), hx.cpu(), to_host(params), has_biases, num_layers, dropout,
+                          train, bidirectional, batch_first);
+  const auto device = input.device();
+  return {out.to(device), h.to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor> gru_data(const at::Tensor& data, const at::Tensor& batch_sizes,
+                                            const at::Tensor& hx, at::TensorList params,
+                                            bool has_biases, int64_t num_layers, double dropout,
+                                            bool train, bool bidirectional) {
+  auto [out, h] = at::gru(data.cpu(), batch_sizes.cpu(), hx.cpu(), to_host(params), has_biases,
+                          num_layers, dropout, train, bidirectional);
+  const auto device = data.device();
+  return {out.to(device), h.to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor> rnn_tanh_input(const at::Tensor& input, const at::Tensor& hx,
+                                                  at::TensorList params, bool has_biases,
+                                                  int64_t num_layers, double dropout, bool train,
+                                                  bool bidirectional, bool batch_first) {
+  auto [out, h] = at::rnn_tanh(input.cpu(), hx.cpu(), to_host(params), has_biases, num_layers,
+                               dropout, train, bidirectional, batch_first);
+  const auto device = input.device();
+  return {out.to(device), h.to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor> rnn_tanh_data(const at::Tensor& data,
+                                                 const at::Tensor& batch_sizes,
+                                                 const at::Tensor& hx, at::TensorList params,
+                                                 bool has_biases, int64_t num_layers,
+                                                 double dropout, bool train, bool bidirectional) {
+  auto [out, h] = at::rnn_tanh(data.cpu(), batch_sizes.cpu(), hx.cpu(), to_host(params),
+                               has_biases, num_layers, dropout, train, bidirectional);
+  const auto device = data.device();
+  return {out.to(device), h.to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor> rnn_relu_input(const at::Tensor& input, const at::Tensor& hx,
+                                                  at::TensorList params, bool has_biases,
+                                                  int64_t num_layers, double dropout, bool train,
+                                                  bool bidirectional, bool batch_first) {
+  auto [out, h] = at::rnn_relu(input.cpu(), hx.cpu(), to_host(params), has_biases, num_layers,
+                               dropout, train, bidirectional, batch_first);
+  const auto device = input.device();
+  return {out.to(device), h.to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor> rnn_relu_data(const at::Tensor& data,
+                                                 const at::Tensor& batch_sizes,
+                                                 const at::Tensor& hx, at::TensorList params,
+                                                 bool has_biases, int64_t num_layers,
+                                                 double dropout, bool train, bool bidirectional) {
+  auto [out, h] = at::rnn_relu(data.cpu(), batch_sizes.cpu(), hx.cpu(), to_host(params),
+                               has_biases, num_layers, dropout, train, bidirectional);
+  const auto device = data.device();
+  return {out.to(device), h.to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor> lstm_cell(const at::Tensor& input, at::TensorList hx,
+                                             const at::Tensor& w_ih, const at::Tensor& w_hh,
+                                             const std::optional<at::Tensor>& b_ih,
+                                             const std::optional<at::Tensor>& b_hh) {
+  auto [h, c] = at::lstm_cell(input.cpu(), to_host(hx), w_ih.cpu(), w_hh.cpu(), to_host(b_ih),
+                              to_host(b_hh));
+  const auto device = input.device();
+  return {h.to(device), c.to(device)};
+}
+
+at::Tensor gru_cell(const at::Tensor& input, const at::Tensor& hx, const at::Tensor& w_ih,
+                    const at::Tensor& w_hh, const std::optional<at::Tensor>& b_ih,
+                    const std::optional<at::Tensor>& b_hh) {
+  return at::gru_cell(input.cpu(), hx.cpu(), w_ih.cpu(), w_hh.cpu(), to_host(b_ih),
+                      to_host(b_hh))
+      .to(input.device());
+}
+
+// scaled_dot_product_attention asks the `_fused_sdp_choice` stub of the query's device which
+// kernel to run and takes the math path on a device without one. The CPU's choice is usually
+// the flash kernel (`_scaled_dot_product_flash_attention_for_cpu`): without this registration
+// sdaa took the math path and drifted from the CPU (2.4e-7 in fp32). The stub asks the CPU's
+// choice for host aliases of the same tensors, so sdaa runs the very kernel the CPU runs.
+int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                         const std::optional<at::Tensor>& attn_mask, double dropout_p,
+                         bool is_causal, std::optional<double> scale, bool enable_gqa) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
+  return at::_fused_sdp_choice(host_alias(query), host_alias(key), host_alias(value),
+                               host_alias_opt(attn_mask), dropout_p, is_causal, scale,
+                               enable_gqa);
+}
+
+}  // namespace
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &fused_sdp_choice)
+}  // namespace at::native
+
+namespace {
+
 // Ops taking a device (factories) have nothing to alias: they take libtorch's copying CPU
 // fallback (operands to the host, the kernel, results back).
 bool takes_device(const c10::FunctionSchema& schema) {
@@ -621,6 +780,21 @@ struct GeneratorTwins {
   }
 };
 
+// Runs `kernel`; when it raises, the op inventory learns why (inventory.cpp lists the ops that
+// failed on sdaa with it) and the error goes on to the caller unchanged.
+template <typename Kernel>
+void noting_failure(Kernel&& kernel) {
+  try {
+    kernel();
+  } catch (const c10::Error& e) {
+    if (sdaa_emulator::inventory_enabled()) sdaa_emulator::note_failure(e.what_without_backtrace());
+    throw;
+  } catch (const std::exception& e) {
+    if (sdaa_emulator::inventory_enabled()) sdaa_emulator::note_failure(e.what());
+    throw;
+  }
+}
+
 // Every op without an sdaa kernel: its CPU kernel runs on host aliases of the sdaa operands, so
 // results are written straight into device memory and nothing is copied in; fresh outputs are
 // adopted as sdaa tensors (nothing copied out); outputs that alias an operand come back as
@@ -635,7 +809,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   GeneratorTwins generators(stack, schema.arguments().size());
   if (takes_device(schema)) {
     if (sdaa_emulator::inventory_enabled()) sdaa_emulator::note_emulator_fallback(schema.name());
-    at::native::cpu_fallback(op, stack);
+    noting_failure([&] { at::native::cpu_fallback(op, stack); });
     return;
   }
   std::vector<Operand> operands;
@@ -667,7 +841,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   if (!device) {  // no sdaa operand at all: nothing to alias
     if (sdaa_emulator::inventory_enabled()) sdaa_emulator::note_emulator_fallback(schema.name());
-    at::native::cpu_fallback(op, stack);
+    noting_failure([&] { at::native::cpu_fallback(op, stack); });
     return;
   }
 
@@ -691,7 +865,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
 
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  noting_failure([&] { op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack); });
 
   for (const auto& [wide, out] : wide_outs) {
     at::native::resize_output(out, wide.sizes());
@@ -750,15 +924,69 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", &fill_scalar);
   m.impl("zero_", &zero);
   m.impl("_local_scalar_dense", &local_scalar_dense);
+  m.impl("record_stream", &record_stream);
   m.impl("convolution_overrideable", &convolution_overrideable);
   m.impl("convolution_backward_overrideable", &convolution_backward_overrideable);
   m.impl("native_batch_norm", &host_native_batch_norm);
   m.impl("native_batch_norm.out", &host_native_batch_norm_out);
+  m.impl("lstm.input", &lstm_input);
+  m.impl("lstm.data", &lstm_data);
+  m.impl("gru.input", &gru_input);
+  m.impl("gru.data", &gru_data);
+  m.impl("lstm_cell", &lstm_cell);
+  m.impl("gru_cell", &gru_cell);
+  m.impl("rnn_tanh.input", &rnn_tanh_input);
+  m.impl("rnn_tanh.data", &rnn_tanh_data);
+  m.impl("rnn_relu.input", &rnn_relu_input);
+  m.impl("rnn_relu.data", &rnn_relu_data);
+}
+
+// The recurrent layers' autograd on sdaa is the CPU's (see `lstm_input`).
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("lstm.input", &lstm_input);
+  m.impl("lstm.data", &lstm_data);
+  m.impl("gru.input", &gru_input);
+  m.impl("gru.data", &gru_data);
+  m.impl("lstm_cell", &lstm_cell);
+  m.impl("gru_cell", &gru_cell);
+  m.impl("rnn_tanh.input", &rnn_tanh_input);
+  m.impl("rnn_tanh.data", &rnn_tanh_data);
+  m.impl("rnn_relu.input", &rnn_relu_input);
+  m.impl("rnn_relu.data", &rnn_relu_data);
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
 }
+
+// An op with both a CPU kernel and a CompositeExplicitAutograd kernel would take the composite on
+// sdaa (it outranks a backend fallback): another algorithm than the CPU's, e.g.
+// `math_native_layer_norm` for `native_layer_norm` (2.4e-7 off the CPU's layer_norm in fp32),
+// `math_group_norm`, `math_addr`. Those ops are given the fallback explicitly, so that they run
+// the CPU's kernel as every other op does. (Structured ops' functional variants are
+// CompositeExplicitAutogradNonFunctional: they call the op's out= variant, which runs the CPU's
+// kernel already.) Found at load, after libtorch registered its ops, so the list follows torch.
+namespace {
+struct CpuKernelsOverComposites {
+  CpuKernelsOverComposites() {
+    static auto* library = new torch::Library(torch::Library::IMPL, "aten",
+                                              c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    auto& dispatcher = c10::Dispatcher::singleton();
+    for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+      if (name.name.rfind("aten::", 0) != 0) continue;
+      const std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
+      if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+          !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+          op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+        continue;
+      }
+      std::string qualified = name.name;
+      if (!name.overload_name.empty()) qualified += "." + name.overload_name;
+      library->impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+    }
+  }
+} cpu_kernels_over_composites;
+}  // namespace
 
 // Autocast on sdaa mirrors libtorch 2.11's registration for CUDA (aten/src/ATen/autocast_mode.cpp,
 // `TORCH_LIBRARY_IMPL(aten, Autocast, m)`): the same lower_precision_fp / fp32 /

@@ -97,10 +97,13 @@ pub fn env_report(opts: &OpenOptions) -> EnvReport {
             Err(())
         }
     };
+    // Returns why the runtime cannot count its devices (e.g. the emulator's setting that is
+    // not valid), which the report shows as the SDAA error.
     let fill = |l: &sdaa::SdaaLibraries,
                 rows: &mut Vec<LibraryRow>,
                 driver: &mut Option<String>,
-                count: &mut Option<usize>| {
+                count: &mut Option<usize>|
+     -> Option<String> {
         for (row, (_, file)) in rows.iter_mut().zip(SDAA_ROWS) {
             row.path = l.path_of(file).map(|p| p.to_path_buf());
             if row.path.is_some() {
@@ -108,9 +111,15 @@ pub fn env_report(opts: &OpenOptions) -> EnvReport {
             }
         }
         *driver = l.driver_version();
-        *count = l.device_count().ok();
+        match l.device_count() {
+            Ok(n) => {
+                *count = Some(n);
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        }
     };
-    match &libs {
+    let count_error = match &libs {
         Ok(s) => fill(
             &s.libraries,
             &mut rows,
@@ -118,11 +127,12 @@ pub fn env_report(opts: &OpenOptions) -> EnvReport {
             &mut sdaa_device_count,
         ),
         // The plugin may be what failed: still report the libraries if they load.
-        Err(()) => {
-            if let Ok(l) = sdaa::SdaaLibraries::load() {
-                fill(&l, &mut rows, &mut sdaa_driver, &mut sdaa_device_count);
-            }
-        }
+        Err(()) => sdaa::SdaaLibraries::load()
+            .ok()
+            .and_then(|l| fill(&l, &mut rows, &mut sdaa_driver, &mut sdaa_device_count)),
+    };
+    if sdaa_error.is_none() {
+        sdaa_error = count_error;
     }
     let sdaa_is_emulator = rows
         .iter()

@@ -19,6 +19,9 @@ typedef enum sdaaError {
   sdaaSuccess = 0,
   sdaaErrorInvalidValue = 1,
   sdaaErrorMemoryAllocation = 2,
+  /** The runtime cannot start; the emulator returns it for a setting that is not valid
+   * (SDAA_EMULATOR_DEVICES, ...), and sdaaGetErrorString then says which and why. */
+  sdaaErrorInitializationError = 3,
   sdaaErrorInvalidDevice = 101,
 } sdaaError_t;
 

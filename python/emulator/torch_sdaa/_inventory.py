@@ -41,13 +41,14 @@ def _raw():
         need = got
 
 
-def _ops(by_op, fallbacks=None):
+def _ops(by_op, fallbacks=None, failed=None):
     return [
         {
             "op": op,
             "count": sum(sigs.values()),
             "dtypes": [{"dtypes": sig, "count": n} for sig, n in sorted(sigs.items())],
             **({"emulator_fallback": op in fallbacks} if fallbacks is not None else {}),
+            **({"failed": op in failed} if failed is not None else {}),
         }
         for op, sigs in sorted(by_op.items())
     ]
@@ -71,9 +72,12 @@ def inventory():
         )
     raw = _raw()
     fallbacks = raw["emulator_fallbacks"]
+    failed = raw["failed"]
     all_api = sorted({_short(op) for op in raw["device"]})
     fallback_api = sorted({_short(op) for op in raw["device"] if op in fallbacks})
-    rate = 100.0 * (len(all_api) - len(fallback_api)) / len(all_api) if all_api else 0.0
+    failed_api = sorted({_short(op) for op in failed})
+    covered = [op for op in all_api if op not in fallback_api and op not in failed_api]
+    rate = 100.0 * len(covered) / len(all_api) if all_api else 0.0
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -82,20 +86,35 @@ def inventory():
         "pid": os.getpid(),
         "torch": torch.__version__,
         "torch_sdaa": _lib.load().plugin_version,
-        "device_ops": _ops(raw["device"], fallbacks),
+        "device_ops": _ops(raw["device"], fallbacks, failed),
         "host_ops": _ops(raw["host"]),
         "fp64": {"device": _counts(raw["fp64_device"]), "host": _counts(raw["fp64_host"])},
         "emulator_fallbacks": _counts(fallbacks),
-        "coverage": {"all_api": all_api, "fallback_op": fallback_api, "rate_percent": round(rate, 2)},
+        "failed_ops": [
+            {"op": op, "count": n, "reason": raw["failed_why"].get(op, "raised an error")}
+            for op, n in sorted(failed.items())
+        ],
+        "coverage": {
+            "all_api": all_api,
+            "fallback_op": fallback_api,
+            "failed_op": failed_api,
+            "rate_percent": round(rate, 2),
+        },
     }
 
 
 def coverage_text(inv):
-    """The public ModelZoo's coverage.txt: all ops that ran on sdaa, those that fell back."""
+    """The public ModelZoo's coverage.txt: all ops that ran on sdaa, those that fell back, and
+    (a line of the emulator's, only when there are any) those that failed; the rate counts
+    neither of the last two as covered."""
     cov = inv["coverage"]
+    failed = (
+        f"failed op: {cov['failed_op']!r}, total: {len(cov['failed_op'])}\n" if cov["failed_op"] else ""
+    )
     return (
         f"all api: {cov['all_api']!r}, total: {len(cov['all_api'])}\n"
         f"fallback op: {cov['fallback_op']!r}, total: {len(cov['fallback_op'])}\n"
+        f"{failed}"
         f"coverage rate: {cov['rate_percent']:.2f}%\n"
     )
 

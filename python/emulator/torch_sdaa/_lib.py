@@ -119,6 +119,8 @@ class Runtime:
         )
         self.inventory_reset = _c(self.plugin, "torch_sdaa_emu_inventory_reset", None)
 
+        self.perturb_error = _c(self.plugin, "torch_sdaa_emu_perturb_error", ctypes.c_char_p)
+
         self.tccl = _open("libtccl.so")
         self.versions = []  # (banner row, version, absolute path)
         for row, name, fn in LIBRARIES:
@@ -128,12 +130,55 @@ class Runtime:
             text = _c(lib, fn, ctypes.c_char_p)().decode()
             self.versions.append((row, text, os.path.join(LIB_DIR, name)))
 
+    def check_settings(self):
+        """Raises SettingError for the first emulator setting that is set but not valid: the
+        libraries' own (they name the variable, its value and what is allowed), then the
+        package's."""
+        for lib, fn in ((self.sdaart, "sdaaEmuConfigError"), (self.tccl, "tcclEmuConfigError")):
+            why = _c(lib, fn, ctypes.c_char_p)()
+            if why:
+                raise SettingError(why.decode())
+        why = self.perturb_error()
+        if why:
+            raise SettingError(why.decode())
+        check_package_settings()
+
     def check(self, rc, what):
         """Raises for a runtime error code, with the emulator's text for it."""
         if rc != 0:
             raise RuntimeError(
                 f"torch.sdaa (SDAA EMULATOR): {what} failed: {self.error_string(rc).decode()}"
             )
+
+
+class SettingError(ImportError, ValueError):
+    """An SDAA_EMULATOR_* / SDAA_EMU_* / TCCL_EMULATOR_* / TORCH_SDAA_* setting that is set but
+    not valid: never replaced by a default, so a run cannot silently emulate something else."""
+
+
+def _bad(name, value, allowed):
+    return SettingError(
+        f"torch_sdaa (SDAA EMULATOR): {name}={value!r} is not valid: expected {allowed}"
+    )
+
+
+def check_package_settings():
+    """The settings this package reads itself (the libraries check theirs)."""
+    banner = os.environ.get("TORCH_SDAA_BANNER")
+    if banner is not None and banner not in ("0", "1"):
+        raise _bad("TORCH_SDAA_BANNER", banner, "0 (no version table on import) or 1 (the default)")
+    inventory = os.environ.get("SDAA_EMULATOR_OP_INVENTORY")
+    if inventory:
+        if os.path.exists(inventory) and not os.path.isdir(inventory):
+            raise _bad(
+                "SDAA_EMULATOR_OP_INVENTORY",
+                inventory,
+                "a directory to write the op inventory into (it is created when missing); "
+                "this path exists and is not a directory",
+            )
+        rank = os.environ.get("RANK")
+        if rank is not None and not (rank.isascii() and rank.isdigit()):
+            raise _bad("RANK", rank, "an integer >= 0 (the rank in the op inventory's file names)")
 
 
 runtime = None
@@ -143,5 +188,7 @@ def load():
     """Loads the libraries once; returns the Runtime."""
     global runtime
     if runtime is None:
-        runtime = Runtime()
+        loaded = Runtime()
+        loaded.check_settings()
+        runtime = loaded
     return runtime
