@@ -69,11 +69,9 @@ pub enum CiError {
     /// A model's output directory holds what CI did not create: it is never emptied.
     #[error("{0}")]
     ForeignWorkDir(String),
-    #[error("cannot write {}: {error}", path.display())]
-    Write {
-        path: PathBuf,
-        error: std::io::Error,
-    },
+    /// A report path that is not a new or regular file, or is one of the check's inputs.
+    #[error(transparent)]
+    Output(#[from] modelzoo_support::OutputPathError),
 }
 
 /// How to run the check.
@@ -673,10 +671,10 @@ pub fn new_work_dir() -> Result<PathBuf, CiError> {
         .map_err(|error| CiError::WorkDir { path: base, error })
 }
 
-/// Writes a report file atomically (see [`modelzoo_support::write_atomic`]).
-pub fn write_atomic(path: &Path, text: &str) -> Result<(), CiError> {
-    modelzoo_support::write_atomic(path, text.as_bytes()).map_err(|error| CiError::Write {
-        path: path.to_path_buf(),
-        error,
-    })
+/// Writes a report file (`--junit`, `--md`): checked first
+/// ([`modelzoo_support::check_output_path`]: absent or a regular file, none of `inputs` — the
+/// model.yaml and the model directories), then written atomically. What is at a path that
+/// fails the check is left as it is.
+pub fn write_report(path: &Path, text: &str, inputs: &[&Path]) -> Result<(), CiError> {
+    modelzoo_support::write_report(path, text.as_bytes(), inputs).map_err(CiError::Output)
 }

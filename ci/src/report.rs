@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use modelzoo_support::junit::{Case, Layout, Outcome, Suite};
+use modelzoo_support::markdown as md;
 
 use crate::{ModelResult, Stage, Status, Summary};
 
@@ -116,13 +117,16 @@ pub fn render_junit(results: &[ModelResult]) -> String {
 }
 
 /// Markdown summary for a PR comment: the counts, the device, the table, the details of each
-/// failure, then why each skipped model was skipped.
+/// failure, then why each skipped model was skipped. Every name, command, path and log text is
+/// escaped ([`modelzoo_support::markdown`]): a model name, a command or a console line with a
+/// backtick, `|` or `*` reads as written and cannot break the table or a code span.
 pub fn render_markdown(results: &[ModelResult]) -> String {
     let mut out = String::from("# modelzoo ci\n\n");
     let _ = writeln!(out, "{}.\n", Summary::of(results));
     let devices = devices(results);
     if !devices.is_empty() {
-        let _ = writeln!(out, "Device: {}.", devices.join(", "));
+        let names: Vec<String> = devices.iter().map(|d| md::text(d)).collect();
+        let _ = writeln!(out, "Device: {}.", names.join(", "));
         if devices.iter().any(|d| d.contains("EMULATOR")) {
             let _ = writeln!(
                 out,
@@ -139,22 +143,26 @@ pub fn render_markdown(results: &[ModelResult]) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {:.1} s | {} |",
-            r.name,
+            md::text(&r.name),
             r.layout.label(),
             r.run.label(),
             r.log.label(),
             r.seconds,
-            r.device
+            md::text(&r.device)
         );
     }
     for r in results.iter().filter(|r| r.failed()) {
-        let _ = writeln!(out, "\n## {}\n", r.name);
-        let _ = writeln!(out, "- device: {}", r.device);
-        let _ = writeln!(out, "- command: `{}`", r.command);
-        let _ = writeln!(out, "- console: `{}`", r.console.display());
+        let _ = writeln!(out, "\n## {}\n", md::text(&r.name));
+        let _ = writeln!(out, "- device: {}", md::text(&r.device));
+        let _ = writeln!(out, "- command: {}", md::code(&r.command));
+        let _ = writeln!(
+            out,
+            "- console: {}",
+            md::code(&r.console.display().to_string())
+        );
         for (n, s) in [("layout", &r.layout), ("run", &r.run), ("log", &r.log)] {
             if s.failed() {
-                let _ = writeln!(out, "- {n}: {}", s.detail());
+                let _ = writeln!(out, "- {n}: {}", md::text(s.detail()));
             }
         }
     }
@@ -162,7 +170,7 @@ pub fn render_markdown(results: &[ModelResult]) -> String {
     if !skipped.is_empty() {
         let _ = writeln!(out, "\n## Skipped\n");
         for r in skipped {
-            let _ = writeln!(out, "- {}: {}", r.name, skip_reason(r));
+            let _ = writeln!(out, "- {}: {}", md::text(&r.name), md::text(skip_reason(r)));
         }
     }
     out
@@ -175,4 +183,49 @@ pub(crate) fn skip_reason(r: &ModelResult) -> &str {
         .find(|s| matches!(s, Stage::Skip(_)))
         .map(Stage::detail)
         .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// Issue #38 E13: a name, command or log text with Markdown's own characters cannot break
+    /// the table, a code span or a list item.
+    #[test]
+    fn markdown_escapes_names_commands_and_log_text() {
+        let r = ModelResult {
+            name: "a|b_`c`".into(),
+            dir: PathBuf::from("/zoo/m"),
+            device: "cpu".into(),
+            layout: Stage::Pass(String::new()),
+            run: Stage::Fail("exit status 1; last output: *boom* | `x`\nnext <b>".into()),
+            log: Stage::Skip("not run".into()),
+            command: "python `run`.py --tag a|b".into(),
+            console: PathBuf::from("/w/a`b/console.log"),
+            seconds: 1.0,
+        };
+        let md = render_markdown(&[r]);
+        // The table row keeps its six cells: the pipe in the name is escaped.
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| a"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert_eq!(
+            row,
+            "| a\\|b\\_\\`c\\` | pass | FAIL | skip | 1.0 s | cpu |"
+        );
+        assert!(md.contains("\n## a\\|b\\_\\`c\\`\n"), "{md}");
+        // Code spans outlast the backticks inside.
+        assert!(
+            md.contains("- command: ``python `run`.py --tag a|b``\n"),
+            "{md}"
+        );
+        assert!(md.contains("- console: ``/w/a`b/console.log``\n"), "{md}");
+        // Log text: no emphasis, no HTML, one line.
+        assert!(
+            md.contains("- run: exit status 1; last output: \\*boom\\* \\| \\`x\\` next \\<b\\>\n"),
+            "{md}"
+        );
+    }
 }

@@ -138,7 +138,7 @@ fn each_kind_of_failure_is_caught_and_named() {
         "{junit}"
     );
     let md = modelzoo_ci::render_markdown(&results);
-    assert!(md.contains("| nan_loss | pass | pass | FAIL |"), "{md}");
+    assert!(md.contains("| nan\\_loss | pass | pass | FAIL |"), "{md}");
     assert!(md.contains("## crash"), "{md}");
 }
 
@@ -339,7 +339,7 @@ fn skipped_models_are_counted_as_skipped_in_every_report() {
         "{md}"
     );
     assert!(
-        md.contains("## Skipped\n\n- sdaa_only: device `cpu` not in its devices (sdaa)\n"),
+        md.contains("## Skipped\n\n- sdaa\\_only: device \\`cpu\\` not in its devices (sdaa)\n"),
         "{md}"
     );
 }

@@ -36,6 +36,14 @@ impl YamlError {
         }
     }
 
+    /// The 1-based column the error concerns, when known.
+    pub fn column(&self) -> Option<usize> {
+        match self {
+            YamlError::TooDeep { .. } => None,
+            YamlError::Parse(e) => e.location().map(|l| l.column()),
+        }
+    }
+
     /// The message without serde_yaml's trailing " at line L column C" (callers put the
     /// position in front, `file:line: message`).
     pub fn message(&self) -> String {

@@ -68,7 +68,7 @@ pub const RUN_FILE_PREFIX: &str = "run_scripts/";
 pub const RULES: &[(&str, &str)] = &[
     (
         "zoo-case.format",
-        "a ModelZoo case file is a YAML list of cases, each a mapping of case_name, desc (run_dir, run_file) and params (the ten parameters and others); unknown keys and wrong types are named with the keys valid there",
+        "a ModelZoo case file is valid YAML (a syntax error, duplicate key, alias expansion or integer out of range is named with its line and column) and a list of cases, each a mapping of case_name, desc (run_dir, run_file) and params (the ten parameters and others); unknown keys and wrong types are named with the keys valid there",
     ),
     (
         "zoo-case.required",
@@ -80,11 +80,11 @@ pub const RULES: &[(&str, &str)] = &[
     ),
     (
         "zoo-case.run-dir",
-        "desc.run_dir starts with PyTorch/ or PaddlePaddle/, stays inside the zoo root and is a directory there",
+        "desc.run_dir starts with PyTorch/ or PaddlePaddle/, stays inside the zoo root (symbolic links resolved) and is a directory there",
     ),
     (
         "zoo-case.run-file",
-        "desc.run_file starts with run_scripts/, stays inside run_dir and is a file there",
+        "desc.run_file starts with run_scripts/, stays inside run_dir (symbolic links resolved) and is a file there",
     ),
     (
         "zoo-case.params",
@@ -111,11 +111,15 @@ pub enum IndexFormat {
 
 /// The schema of model.yaml `text`: a top-level list whose items are mappings, one of them
 /// with `case_name`, is the ModelZoo's case list; a mapping (or an empty document) is ours.
-/// `Err` says what the document is instead. Text that is not YAML at all is reported as ours,
-/// so the typed loader names the syntax error with its line.
+/// `Err` says what the document is instead. Text that is not valid YAML (a syntax error, a
+/// duplicate key, an alias bomb, nesting past the limit) is told by how it begins: a block
+/// list (`- `) or a flow list (`[`) is a case file, anything else ours — so the loader of the
+/// schema the author meant reports the YAML error with its line and column
+/// ([`yaml_error`]), instead of the other schema's complaint about the shape.
 pub fn detect(text: &str) -> Result<IndexFormat, String> {
     let value: Value = match crate::yaml::from_str(text) {
         Ok(v) => v,
+        Err(_) if looks_like_a_list(text) => return Ok(IndexFormat::ZooCases),
         Err(_) => return Ok(IndexFormat::ModelYaml),
     };
     match value {
@@ -139,6 +143,39 @@ pub fn detect(text: &str) -> Result<IndexFormat, String> {
                 .into(),
         ),
     }
+}
+
+/// Whether the first significant line of `text` (not blank, not a comment, not a directive or
+/// document marker) opens a list: `- item`, a lone `-`, or `[`.
+fn looks_like_a_list(text: &str) -> bool {
+    text.lines()
+        .map(str::trim_start)
+        .find(|t| {
+            !(t.is_empty()
+                || t.starts_with('#')
+                || t.starts_with('%')
+                || t.trim_end() == "---"
+                || t.trim_end() == "...")
+        })
+        .is_some_and(|t| {
+            t == "-" || t.starts_with("- ") || t.starts_with("-\t") || t.starts_with('[')
+        })
+}
+
+/// What is wrong with `text` as YAML, when it is not valid YAML: `not valid YAML (line L,
+/// column C): message` — the syntax error, duplicate key, alias expansion past the limit or
+/// nesting past the limit, where libyaml/serde_yaml found it. `None` for valid YAML.
+pub fn yaml_error(text: &str) -> Option<String> {
+    let e = crate::yaml::from_str::<Value>(text).err()?;
+    let at = match (e.line(), e.column()) {
+        (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
+        (Some(l), None) => format!(" (line {l})"),
+        _ => String::new(),
+    };
+    Some(format!(
+        "not valid YAML{at}: {} — fix the YAML; nothing of the file is used until it parses",
+        e.message()
+    ))
 }
 
 /// A parameter value as the ModelZoo's check passes it on the command line.
@@ -300,7 +337,7 @@ impl ZooCases {
                     line: e.line().unwrap_or(1),
                     rule: "zoo-case.format",
                     case: None,
-                    message: format!("not valid YAML: {}", e.message()),
+                    message: yaml_error(text).unwrap_or_else(|| e.message()),
                 });
                 return out;
             }
@@ -715,7 +752,23 @@ impl CaseCheck<'_> {
         let Some(root) = root else { return false };
         let dir = root.join(run_dir);
         match std::fs::metadata(&dir) {
-            Ok(m) if m.is_dir() => true,
+            // Resolved, symbolic links followed: one pointing out of the zoo root would have
+            // the check run (and validate review) a directory the zoo does not hold.
+            Ok(m) if m.is_dir() => match outside(&dir, root) {
+                Some(real) => {
+                    self.fail(
+                        path,
+                        "zoo-case.run-dir",
+                        format!(
+                            "`run_dir: {run_dir}` resolves to {}, outside the zoo root {} (a symbolic link leads out of it): the model directory must be in the zoo — replace the link with the directory",
+                            real.display(),
+                            root.display()
+                        ),
+                    );
+                    false
+                }
+                None => true,
+            },
             Ok(m) => {
                 self.fail(
                     path,
@@ -766,7 +819,19 @@ impl CaseCheck<'_> {
         let Some(dir) = dir else { return };
         let file = dir.join(run_file);
         match std::fs::metadata(&file) {
-            Ok(m) if m.is_file() => {}
+            Ok(m) if m.is_file() => {
+                if let Some(real) = outside(&file, dir) {
+                    self.fail(
+                        path,
+                        "zoo-case.run-file",
+                        format!(
+                            "`run_file: {run_file}` resolves to {}, outside run_dir {} (a symbolic link leads out of it): the script must be in the model directory — replace the link with the file",
+                            real.display(),
+                            dir.display()
+                        ),
+                    );
+                }
+            }
             Ok(m) => self.fail(
                 path,
                 "zoo-case.run-file",
@@ -910,6 +975,15 @@ impl CaseCheck<'_> {
         }
         out
     }
+}
+
+/// Where `path` really is (symbolic links resolved) when that is not inside `base` (resolved
+/// too); `None` when it is inside, or when either cannot be resolved (the caller has already
+/// checked that `path` exists).
+fn outside(path: &Path, base: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(path).ok()?;
+    let base = std::fs::canonicalize(base).ok()?;
+    (!real.starts_with(&base)).then_some(real)
 }
 
 /// Absolute, or with a `..`: leaves the directory it is relative to.

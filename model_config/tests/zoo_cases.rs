@@ -295,3 +295,122 @@ fn a_fifo_case_file_is_an_error_not_a_hang() {
         )
     );
 }
+
+/// Issue #38 F16: a case file that is not valid YAML — an integer too large, a duplicate key,
+/// an alias bomb — was taken for this repository's schema and reported as the wrong shape
+/// (`invalid type: sequence, expected struct RawFile`). It is a case file with a YAML error,
+/// named with its line and column.
+#[test]
+fn a_case_file_that_is_not_valid_yaml_says_so_and_where() {
+    let tmp = tempfile::tempdir().unwrap();
+    let duplicate = GOOD.replace("    lr: 0.1\n", "    lr: 0.1\n    lr: 0.2\n");
+    let bomb = {
+        let mut t = String::from("- &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            t.push_str(&format!(
+                "- &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        t.push_str("- case_name: octocat\n");
+        t
+    };
+    let huge = GOOD.replace("nnodes: 1", "nnodes: 99999999999999999999999999");
+    let unclosed = GOOD.replace("others:\n", "others: {warmup: 5\n");
+    for (what, text, line) in [
+        // serde_yaml places a duplicate key at the first line of its mapping (`params:`'s
+        // first key); the message names the path and the key.
+        ("duplicate key", duplicate.as_str(), Some(7)),
+        ("unclosed flow mapping", unclosed.as_str(), None),
+        ("integer beyond u64", huge.as_str(), None),
+        // serde_yaml gives no position for an expansion past its limit.
+        ("alias bomb", bomb.as_str(), None),
+    ] {
+        assert_eq!(detect(text), Ok(IndexFormat::ZooCases), "{what}");
+        let file = zoo(tmp.path(), text);
+        let cases = ZooCases::inspect(&file).unwrap();
+        assert_eq!(cases.violations.len(), 1, "{what}: {:?}", cases.violations);
+        let v = &cases.violations[0];
+        assert_eq!(v.rule, "zoo-case.format", "{what}");
+        assert!(
+            v.message.starts_with("not valid YAML"),
+            "{what}: {}",
+            v.message
+        );
+        if what != "alias bomb" {
+            assert!(
+                v.message.starts_with("not valid YAML (line ") && v.message.contains(", column "),
+                "{what}: {}",
+                v.message
+            );
+        } else {
+            assert!(v.message.contains("repetition limit"), "{}", v.message);
+        }
+        if let Some(line) = line {
+            assert_eq!(v.line, line, "{what}: {}", v.message);
+            assert!(
+                v.message
+                    .contains("params: duplicate entry with key \"lr\""),
+                "{}",
+                v.message
+            );
+        }
+        let err = ZooCases::load(&file).unwrap_err().to_string();
+        assert!(err.contains("not valid YAML"), "{err}");
+        assert!(
+            !err.contains("RawFile") && !err.contains("models:"),
+            "{err}"
+        );
+        assert_eq!(
+            zoo_cases::yaml_error(text).as_deref(),
+            Some(v.message.as_str())
+        );
+    }
+    assert_eq!(zoo_cases::yaml_error(GOOD), None);
+    // A mapping with a YAML error stays this repository's: its loader reports it.
+    assert_eq!(
+        detect("models:\n  a: 1\n  a: 2\n"),
+        Ok(IndexFormat::ModelYaml)
+    );
+}
+
+/// Issue #38 E14: a `run_dir` that is a symbolic link out of the zoo root was taken as a model
+/// directory of the zoo: validate said clean and ci ran the case there. It is resolved and
+/// refused, naming where it leads; a `run_file` linking out of run_dir likewise.
+#[test]
+fn a_run_dir_or_run_file_linking_out_of_the_zoo_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zoo_root = tmp.path().join("zoo");
+    let file = zoo(&zoo_root, GOOD);
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("run_scripts")).unwrap();
+    std::fs::write(elsewhere.join("run_scripts/run_demo.py"), "print('x')\n").unwrap();
+    let demo = zoo_root.join("PyTorch/contrib/Classification/Demo");
+    std::fs::remove_dir_all(&demo).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &demo).unwrap();
+    let cases = ZooCases::inspect(&file).unwrap();
+    assert_eq!(rules(&cases.violations), vec![(4, "zoo-case.run-dir")]);
+    let msg = &cases.violations[0].message;
+    assert!(
+        msg.contains(&elsewhere.canonicalize().unwrap().display().to_string())
+            && msg.contains("outside the zoo root"),
+        "{msg}"
+    );
+    assert!(cases.cases.is_empty());
+    assert!(ZooCases::load(&file).is_err());
+
+    // A link that stays inside the zoo is fine.
+    let inside = zoo_root.join("PyTorch/contrib/Classification/Real");
+    std::fs::rename(&elsewhere, &inside).unwrap();
+    std::fs::remove_file(&demo).unwrap();
+    std::os::unix::fs::symlink(&inside, &demo).unwrap();
+    assert!(ZooCases::load(&file).is_ok());
+
+    // The run script linking out of the model directory.
+    let script = inside.join("run_scripts/run_demo.py");
+    let outside_script = tmp.path().join("run_demo.py");
+    std::fs::rename(&script, &outside_script).unwrap();
+    std::os::unix::fs::symlink(&outside_script, &script).unwrap();
+    let cases = ZooCases::inspect(&file).unwrap();
+    assert_eq!(rules(&cases.violations), vec![(5, "zoo-case.run-file")]);
+}

@@ -278,7 +278,7 @@ fn skips_are_counted_apart_and_bad_entries_exit_2() {
     let summary = std::fs::read_to_string(&md).unwrap();
     assert!(
         summary.contains("1 passed, 1 skipped, 0 failed.")
-            && summary.contains("- sdaa_only: device `cpu` not in its devices (sdaa)"),
+            && summary.contains("- sdaa\\_only: device \\`cpu\\` not in its devices (sdaa)"),
         "{summary}"
     );
 
@@ -591,4 +591,112 @@ fn a_work_dir_holding_user_files_is_exit_2_and_kept() {
     );
     assert!(root.join("NLP/good/README.md").is_file());
     assert!(root.join("NLP/good/train.sh").is_file());
+}
+
+/// Issue #38 A1: `--junit` / `--md` are checked before anything runs — a FIFO, a directory,
+/// the model.yaml itself, a model's README, the same path twice — exit 2 naming it, nothing
+/// run and nothing touched.
+#[test]
+fn a_report_path_that_is_no_report_is_exit_2_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    zoo_with(root, &[("good", "good", 60)]);
+    let yaml = root.join("model_config/model.yaml");
+    let yaml_text = std::fs::read_to_string(&yaml).unwrap();
+    let readme = root.join("NLP/good/README.md");
+    let readme_text = std::fs::read_to_string(&readme).unwrap();
+    let fifo = root.join("ci.md");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let dir = root.join("ci.xml");
+    std::fs::create_dir(&dir).unwrap();
+    let work = root.join("work");
+    let other = root.join("r.xml");
+    for (args, path, why) in [
+        (vec!["--md", s(&fifo)], &fifo, "is a FIFO"),
+        (vec!["--junit", s(&dir)], &dir, "is a directory"),
+        (
+            vec!["--md", s(&yaml)],
+            &yaml,
+            "is one of this command's inputs",
+        ),
+        (
+            vec!["--junit", s(&readme)],
+            &readme,
+            "is one of this command's inputs",
+        ),
+        (
+            vec!["--junit", s(&other), "--md", s(&other)],
+            &other,
+            "given for two reports (--junit and --md)",
+        ),
+    ] {
+        let mut all = vec!["ci", "--model-yaml", s(&yaml), "--work-dir", s(&work)];
+        all.extend(args);
+        let (code, stdout, stderr) = modelzoo(&all);
+        assert_eq!(code, 2, "{stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("{}: {why}", path.display())),
+            "{stderr}"
+        );
+        assert!(!work.exists(), "ran before refusing: {stdout}");
+    }
+    assert_eq!(std::fs::read_to_string(&yaml).unwrap(), yaml_text);
+    assert_eq!(std::fs::read_to_string(&readme).unwrap(), readme_text);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert!(dir.is_dir());
+}
+
+/// Issue #38 E14 and F16 for a ModelZoo case file: a run_dir linking out of the zoo root is
+/// refused (the case was run there), and a file that is not valid YAML says so with line and
+/// column (it was `invalid type: sequence, expected struct RawFile`) — exit 2, nothing run.
+#[test]
+fn a_case_file_linking_out_of_the_zoo_or_not_yaml_is_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("zoo");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(outside.join("run_scripts")).unwrap();
+    std::fs::write(outside.join("run_scripts/run_demo.py"), "print('ran')\n").unwrap();
+    std::fs::create_dir_all(root.join("PyTorch/contrib/Classification")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("PyTorch/contrib/Classification/Demo")).unwrap();
+    let file = root.join("PyTorch/contrib/model_config/model.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let case = "- case_name: octocat\n  desc:\n    run_dir: PyTorch/contrib/Classification/Demo\n    run_file: run_scripts/run_demo.py\n  params:\n    nnodes: 1\n    nproc_per_node: 1\n    batch_size: 8\n    model_name: demo\n    dataset_path: /data\n    step: 10\n    epoch: 1\n    lr: 0.1\n    device: sdaa\n    autocast: True\n";
+    std::fs::write(&file, case).unwrap();
+    let work = tmp.path().join("work");
+    let (code, stdout, stderr) =
+        modelzoo(&["ci", "--model-yaml", s(&file), "--work-dir", s(&work)]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:3: zoo-case.run-dir: case `octocat`",
+            file.display()
+        )) && stderr.contains("outside the zoo root"),
+        "{stderr}"
+    );
+    assert!(!work.exists());
+    std::fs::write(
+        &file,
+        case.replace("epoch: 1\n", "epoch: 99999999999999999999999\n"),
+    )
+    .unwrap();
+    let (code, stdout, stderr) =
+        modelzoo(&["ci", "--model-yaml", s(&file), "--work-dir", s(&work)]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(": zoo-case.format: not valid YAML (line 12, column ")
+            && !stderr.contains("RawFile"),
+        "{stderr}"
+    );
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
 }

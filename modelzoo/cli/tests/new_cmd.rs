@@ -126,20 +126,21 @@ fn python_scaffold_is_in_shape_and_its_launcher_runs() {
         "4",
     ]);
     assert!(ok, "{stdout}{stderr}");
+    // In the model directory, whatever directory the launcher was started in.
     assert!(
-        stdout.starts_with("torchrun \\\n    --nproc_per_node 4"),
+        stdout.starts_with(&format!(
+            "cd {} && torchrun \\\n    --nproc_per_node 4",
+            dir.display()
+        )),
         "{stdout}"
     );
-    for want in [
-        "train.py",
-        "--step 5",
-        "--device sdaa",
-        "--autocast",
-        "--batch_size 32",
-    ] {
+    for want in ["train.py", "--step 5", "--device sdaa", "--autocast"] {
         assert!(stdout.contains(want), "{want}: {stdout}");
     }
-    assert!(!stdout.contains("--print_cmd"), "{stdout}");
+    // Not given, so not passed: train.py's own defaults stand (issue #37).
+    for absent in ["--print_cmd", "--batch_size", "--lr", "--epoch", "--seed"] {
+        assert!(!stdout.contains(absent), "{absent}: {stdout}");
+    }
     // A kit-only flag is no argument of a Python model.
     let (ok, _, stderr) = launch(&["--print_cmd", "--dump_step", "2"]);
     assert!(!ok && stderr.contains("--dump_step"), "{stderr}");
@@ -188,7 +189,7 @@ fn a_migrated_training_script_is_adopted_without_overwriting_anything() {
     let root = tmp.path();
     let dir = root.join("PyTorch/contrib/Classification/Net");
     std::fs::create_dir_all(&dir).unwrap();
-    let script = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=1)\np.add_argument('--batch-size', type=int, default=8)\np.add_argument('--device', default='sdaa')\na = p.parse_args()\nprint('args', vars(a))\n";
+    let script = "import argparse, os\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=1)\np.add_argument('--batch-size', type=int, default=8)\np.add_argument('--lr', type=float, default=0.01)\np.add_argument('--seed', type=int, default=7)\np.add_argument('--output_dir', default='./output')\np.add_argument('--device', default='sdaa')\na = p.parse_args()\nprint('args', vars(a))\nprint('cwd', os.getcwd())\nprint('data', os.path.isfile('data/x.txt'))\n";
     std::fs::write(dir.join("main.py"), script).unwrap();
     std::fs::write(dir.join("README.md"), "the porter's own README\n").unwrap();
     let (code, stdout, stderr) = modelzoo(&[
@@ -215,33 +216,71 @@ fn a_migrated_training_script_is_adopted_without_overwriting_anything() {
     );
     assert!(!dir.join("train.py").exists());
     assert!(dir.join("run_scripts/run_net.py").is_file());
-    let out = Command::new(modelzoo_testkit::venv_python())
-        .current_dir(dir.join("run_scripts"))
-        .args([
-            "run_net.py",
+    // The script's own relative data, as it found it when `modelzoo port` ran it here.
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(dir.join("data/x.txt"), "x").unwrap();
+    let run = |cwd: &Path, launcher: &str, args: &[&str]| {
+        let out = Command::new(modelzoo_testkit::venv_python())
+            .current_dir(cwd)
+            .arg(launcher)
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let model_dir = dir.canonicalize().unwrap();
+    let text = run(
+        &dir.join("run_scripts"),
+        "run_net.py",
+        &[
             "--epoch",
             "3",
             "--batch_size",
             "4",
             "--step",
             "2",
-            "--lr",
-            "0.5",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+            "--output_dir",
+            "out",
+        ],
     );
-    // Its own flag names; --step and --lr, which it does not declare, are not passed on.
+    // Its own flag names; --step, which it does not declare, is not passed on.
     assert!(
         text.contains("'epochs': 3") && text.contains("'batch_size': 4"),
         "{text}"
     );
-    assert!(!text.contains("--step") && !text.contains("--lr"), "{text}");
+    assert!(!text.contains("--step"), "{text}");
+    // Issue #37: what was not given is not passed — the script's own defaults stand, not
+    // argument.py's (`--lr 0.1 --seed 42`).
+    assert!(
+        text.contains("'lr': 0.01") && text.contains("'seed': 7"),
+        "{text}"
+    );
+    // It runs in the model directory, as under `modelzoo port`: `data/` is found; a relative
+    // --output_dir is from where the launcher was started.
+    assert!(
+        text.contains(&format!("cwd {}", model_dir.display())) && text.contains("data True"),
+        "{text}"
+    );
+    let out_dir = model_dir.join("run_scripts/out");
+    assert!(
+        text.contains(&format!("'output_dir': '{}'", out_dir.display())),
+        "{text}"
+    );
+    // The same from the model directory, the way the model.yaml entry and the ModelZoo's check
+    // start it, and a value given is passed on.
+    let text = run(&dir, "run_scripts/run_net.py", &["--lr", "0.5"]);
+    assert!(
+        text.contains("'lr': 0.5")
+            && text.contains(&format!("cwd {}", model_dir.display()))
+            && text.contains("data True"),
+        "{text}"
+    );
     // An adopted script that is not there is a clear error.
     let (code, _, stderr) = modelzoo(&[
         "new",

@@ -397,3 +397,142 @@ fn the_review_its_severities_and_its_report() {
         );
     }
 }
+
+/// Issue #38 A1: `--md` / `--html` never replace what is not a report — a FIFO, a directory,
+/// a device node (a real one only where mknod works: as root, in a temp dir, never /dev) — nor
+/// one of validate's own inputs, the README it reviews. Exit 2 naming the path; it is left as
+/// it was.
+#[test]
+fn a_report_path_that_is_no_report_is_exit_2_and_left_alone() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("Demo");
+    good_model(&dir);
+    let readme = dir.join("README.md");
+    let before = fs::read_to_string(&readme).unwrap();
+    let fifo = t.path().join("pipe.md");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let sub = t.path().join("out.html");
+    fs::create_dir(&sub).unwrap();
+    let null = t.path().join("null");
+    let device = Command::new("mknod")
+        .arg(&null)
+        .args(["c", "1", "3"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let d = dir.to_str().unwrap();
+    let mut cases = vec![
+        ("--md", fifo.clone(), "is a FIFO"),
+        ("--html", sub.clone(), "is a directory"),
+        ("--md", readme.clone(), "is one of this command's inputs"),
+    ];
+    if device {
+        cases.push(("--md", null.clone(), "is a character device"));
+    }
+    for (flag, path, why) in cases {
+        let out = modelzoo(&["validate", d, flag, path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{flag} {}: {stderr}",
+            path.display()
+        );
+        assert!(
+            stderr.contains(&format!("{}: {why}", path.display())),
+            "{stderr}"
+        );
+    }
+    assert_eq!(fs::read_to_string(&readme).unwrap(), before);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(sub.is_dir());
+    if device {
+        assert!(fs::symlink_metadata(&null)
+            .unwrap()
+            .file_type()
+            .is_char_device());
+    }
+    // Both reports to one path is refused too; a regular file is replaced.
+    let report = t.path().join("review.md");
+    let r = report.to_str().unwrap();
+    let out = modelzoo(&["validate", d, "--md", r, "--html", r]);
+    assert_eq!(out.status.code(), Some(2));
+    fs::write(&report, "old").unwrap();
+    let out = modelzoo(&["validate", d, "--md", r]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(fs::read_to_string(&report)
+        .unwrap()
+        .starts_with("# modelzoo validate"));
+}
+
+/// Issue #38 E13: a backtick in a file name cannot break its code span in `--md`, nor a `|`
+/// the table.
+#[test]
+fn the_markdown_report_escapes_file_names() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("Demo");
+    good_model(&dir);
+    write(&dir.join("a`b|c.py"), "from datautils import X\n");
+    let report = t.path().join("review.md");
+    let out = modelzoo(&[
+        "validate",
+        dir.to_str().unwrap(),
+        "--md",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let md = fs::read_to_string(&report).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| error | ") && l.contains("imports.local"))
+        .unwrap_or_else(|| panic!("{md}"));
+    // `| error | ``…/a`b\|c.py:1`` | `imports.local` | … |`: four cells, the span whole.
+    assert!(
+        row.starts_with("| error | ``") && row.contains("a`b\\|c.py:1`` | `imports.local` | "),
+        "{row}"
+    );
+    let cells = row.split(" | ").count();
+    assert_eq!(cells, 4, "{row}");
+}
+
+/// Issue #38 F16 and E14 through `validate <zoo root>`: a case file that is not valid YAML is
+/// reported with its line and column (it was skipped), and a run_dir linking out of the zoo is
+/// a finding naming where it leads (it was clean).
+#[test]
+fn a_zoo_roots_case_file_that_does_not_parse_or_links_out_is_reported() {
+    let t = tempfile::tempdir().unwrap();
+    let zoo = t.path().join("zoo");
+    let file = zoo.join("PyTorch/contrib/model_config/model.yaml");
+    let case = "- case_name: octocat\n  desc:\n    run_dir: PyTorch/contrib/Classification/Demo\n    run_file: run_scripts/run_demo.py\n  params:\n    nnodes: 1\n    nproc_per_node: 1\n    batch_size: 8\n    model_name: demo\n    dataset_path: /data\n    step: 10\n    epoch: 1\n    lr: 0.1\n    device: sdaa\n    autocast: True\n";
+    write(
+        &file,
+        &case.replace("nnodes: 1\n", "nnodes: 1\n    nnodes: 2\n"),
+    );
+    let out = modelzoo(&["validate", zoo.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!(
+            "{}:6: zoo-case.format: error: not valid YAML (line 6, column 5): ",
+            file.display()
+        )) && stdout.contains("duplicate entry with key \"nnodes\""),
+        "{stdout}"
+    );
+    let outside = t.path().join("outside");
+    good_model(&outside);
+    fs::create_dir_all(zoo.join("PyTorch/contrib/Classification")).unwrap();
+    std::os::unix::fs::symlink(&outside, zoo.join("PyTorch/contrib/Classification/Demo")).unwrap();
+    write(&file, case);
+    let out = modelzoo(&["validate", zoo.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(":3: zoo-case.run-dir: error: case `octocat`: `run_dir: PyTorch/contrib/Classification/Demo` resolves to ")
+            && stdout.contains("outside the zoo root"),
+        "{stdout}"
+    );
+}

@@ -7,10 +7,16 @@
 //! Rust type names), `{{category}}`, `{{model_path}}`, two rendered from the standard argument
 //! spec: `{{args_table}}` (Markdown, one row per argument) and `{{argparse_arguments}}` (the
 //! `parser.add_argument(...)` lines of argument.py) — for a Python model without the kit's own
-//! arguments —, and two of the Python launcher: `{{train_script}}` (the training script, from
-//! run_scripts/) and `{{forward}}` (the standard arguments it declares, read from its argparse
-//! calls). A Python model can be scaffolded around a training script that exists
+//! arguments —, and three of the Python launcher: `{{train_script}}` (the training script,
+//! relative to the model directory), `{{forward}}` (the standard arguments it declares, read
+//! from its argparse calls) and `{{path_args}}` (the standard arguments that are paths). A
+//! Python model can be scaffolded around a training script that exists
 //! ([`NewModel::train_script`]): what is missing is added, nothing is ever overwritten.
+//!
+//! The launcher runs the training script the way `modelzoo port` verified it: in the model
+//! directory (whatever directory the launcher is started from), with only the standard
+//! arguments the caller gave — argument.py gives the forwarded ones no default, so the
+//! script's own defaults stand for everything the PR check's entry or case does not set.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -203,11 +209,9 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
         ("{{model_path}}", model_path.clone()),
         ("{{args_table}}", args_table(&spec, python)),
         ("{{argparse_arguments}}", argparse_arguments(&spec, python)),
-        (
-            "{{train_script}}",
-            py_str(&Path::new("..").join(&train_rel).to_string_lossy()),
-        ),
+        ("{{train_script}}", py_str(&train_rel.to_string_lossy())),
         ("{{forward}}", forward_map(&spec, &train_text)),
+        ("{{path_args}}", path_args(&spec)),
     ];
     let (templates, prefix) = match req.kind {
         Kind::Python => (PYTHON, "python/"),
@@ -280,8 +284,10 @@ pub fn plan(req: &NewModel) -> Result<Plan, ScaffoldError> {
                 // A ported script without --device runs where its code puts it: sdaa.
                 vec!["sdaa".into()]
             },
+            // Run from the model directory, as the ModelZoo's check runs a case (`cd <run_dir>
+            // && python run_scripts/run_<name>.py`) and `modelzoo port` ran the script.
             command: format!(
-                "cd run_scripts && python run_{run}.py --model_name {run} --device {{device}} --step 10 --output_dir {{output_dir}}"
+                "python run_scripts/run_{run}.py --model_name {run} --device {{device}} --step 10 --output_dir {{output_dir}}"
             ),
             log: "{output_dir}/dllogger.json".into(),
             metrics: vec!["train.loss".into(), "train.ips".into()],
@@ -446,6 +452,24 @@ fn forward_map(spec: &ArgSpec, script: &str) -> String {
     }
 }
 
+/// The launcher's `PATHS` set: the standard arguments (not the kit's own) whose values are
+/// paths. The launcher makes a relative one absolute from the directory it was started in
+/// before it runs the training script in the model directory, so `--output_dir ./out` means
+/// the same wherever the launcher is started.
+fn path_args(spec: &ArgSpec) -> String {
+    let names: Vec<String> = spec
+        .args
+        .iter()
+        .filter(|a| !a.kit_only && a.ty == ArgType::Path)
+        .map(|a| py_str(&a.name))
+        .collect();
+    if names.is_empty() {
+        "set()".into()
+    } else {
+        format!("{{{}}}", names.join(", "))
+    }
+}
+
 /// The standard arguments the Python launcher itself consumes (torchrun's, `--print_cmd`).
 const LAUNCHER_ARGS: &[&str] = &[
     "nproc_per_node",
@@ -535,6 +559,8 @@ pub fn args_table(spec: &ArgSpec, python: bool) -> String {
         };
         let default = match (a.ty, a.default_text()) {
             (ArgType::Bool, _) => "off".to_string(),
+            // Not passed on unless given: the training script's own default stands.
+            _ if python && forwarded(a) => "the training script's".to_string(),
             (_, Some(d)) => format!("`{d}`"),
             (_, None) => "—".to_string(),
         };
@@ -555,16 +581,27 @@ pub fn args_table(spec: &ArgSpec, python: bool) -> String {
 
 /// The argparse `add_argument` calls for every argument (without the kit's own for a Python
 /// model), indented for `build_parser`.
+/// For a Python model, the arguments the launcher passes on to the training script get no
+/// default: one not given stays `None` and is not passed, so the script's own default stands
+/// (issue #37: argument.py's `--lr 0.1 --batch_size 32` went over the script's own).
 pub fn argparse_arguments(spec: &ArgSpec, python: bool) -> String {
     spec.args
         .iter()
         .filter(|a| !(python && a.kit_only))
-        .map(argparse_line)
+        .map(|a| argparse_line(a, !(python && forwarded(a))))
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-fn argparse_line(a: &ArgDef) -> String {
+/// Whether the Python launcher passes `a` on to the training script (when the script declares
+/// it) rather than consuming it itself.
+fn forwarded(a: &ArgDef) -> bool {
+    !a.kit_only && !LAUNCHER_ARGS.contains(&a.name.as_str())
+}
+
+/// One `parser.add_argument(...)` call; `with_default`: the spec's default is written (the
+/// launcher's own arguments), else the argument is `None` (a switch `False`) unless given.
+fn argparse_line(a: &ArgDef, with_default: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     if let Some(s) = a.short {
         parts.push(py_str(&format!("-{s}")));
@@ -585,7 +622,7 @@ fn argparse_line(a: &ArgDef) -> String {
             if a.repeatable {
                 parts.push("action=\"append\"".into());
             }
-            if let Some(d) = a.default_text() {
+            if let Some(d) = a.default_text().filter(|_| with_default) {
                 let lit = match ty {
                     ArgType::Int | ArgType::Float => d,
                     _ => py_str(&d),
@@ -646,7 +683,7 @@ args:
             "test",
         )
         .unwrap();
-        let lines: Vec<String> = spec.args.iter().map(argparse_line).collect();
+        let lines: Vec<String> = spec.args.iter().map(|a| argparse_line(a, true)).collect();
         assert_eq!(
             lines,
             vec![
@@ -715,6 +752,73 @@ args:
         assert!(model_config::model_yaml::uses_step(&p.entry.command));
         let p = plan(&req("SE-ResNet", Kind::Python, "Classification")).unwrap();
         assert_eq!(p.entry.name, "se_resnet");
+    }
+
+    /// Issue #37: argument.py's defaults went over the training script's own. The arguments
+    /// the launcher passes on have no default (not given: not passed); the launcher's own
+    /// keep theirs; the path arguments are the ones it makes absolute; the entry runs the
+    /// launcher from the model directory.
+    #[test]
+    fn forwarded_arguments_have_no_default_and_the_entry_runs_in_the_model_directory() {
+        let spec = ArgSpec::standard();
+        let argparse = argparse_arguments(&spec, true);
+        let line = |name: &str| {
+            argparse
+                .lines()
+                .find(|l| l.contains(&format!("dest=\"{name}\"")))
+                .unwrap_or_else(|| panic!("{name}: {argparse}"))
+                .to_string()
+        };
+        for name in ["lr", "batch_size", "seed", "epoch", "step", "output_dir"] {
+            assert!(!line(name).contains("default="), "{}", line(name));
+        }
+        assert!(line("autocast").contains("default=False"));
+        for (name, default) in [("nproc_per_node", "1"), ("master_port", "29500")] {
+            assert!(
+                line(name).contains(&format!("default={default}")),
+                "{}",
+                line(name)
+            );
+        }
+        // The Rust kind's table keeps the spec's defaults; the Python one says whose they are.
+        let table = args_table(&spec, true);
+        assert!(
+            table.contains("| `--lr` | float | the training script's |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| `--nproc_per_node` | int | `1` |"),
+            "{table}"
+        );
+        assert!(args_table(&spec, false).contains("| `--lr` | float | `0.1` |"));
+        assert_eq!(path_args(&spec), "{\"dataset_path\", \"output_dir\"}");
+        let p = plan(&NewModel {
+            name: "Net".into(),
+            kind: Kind::Python,
+            category: "NLP".into(),
+            root: PathBuf::from("/nonexistent-root"),
+            dir: None,
+            train_script: None,
+        })
+        .unwrap();
+        assert!(
+            p.entry
+                .command
+                .starts_with("python run_scripts/run_net.py "),
+            "{}",
+            p.entry.command
+        );
+        let launcher = &p
+            .files
+            .iter()
+            .find(|(f, _)| f.ends_with("run_scripts/run_net.py"))
+            .unwrap()
+            .1;
+        assert!(
+            launcher.contains("TRAIN_SCRIPT = \"train.py\"\n"),
+            "{launcher}"
+        );
+        assert!(launcher.contains("subprocess.call(words, cwd=MODEL_DIR)"));
     }
 
     #[test]

@@ -35,7 +35,9 @@ impl ModelIndex {
             == Ok(IndexFormat::ZooCases)
         {
             case_entries(&text, path).ok_or_else(|| {
-                broken("no case lists a `desc.run_dir` or `params.model_name`".into())
+                broken(zoo_cases::yaml_error(&text).unwrap_or_else(|| {
+                    "no case lists a `desc.run_dir` or `params.model_name`".into()
+                }))
             })?
         } else {
             match ModelYaml::parse(&text, path) {

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use modelzoo_support::markdown as md;
 use plotters::prelude::*;
 
 use super::logs::{LossPair, PairSource};
@@ -176,11 +177,6 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// A Markdown table cell: pipes escaped, newlines flattened.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -188,11 +184,14 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The Markdown report.
+/// The Markdown report. Every name and text it did not write itself — the command line,
+/// directory and file names, finding messages — is escaped ([`modelzoo_support::markdown`]):
+/// a backtick in a file name cannot end its code span, a `|` cannot split a table cell.
 pub fn markdown(reports: &[DirReport], command: &str) -> String {
     let sum = summarize(reports);
     let mut s = String::from("# modelzoo validate: review\n\n");
-    s.push_str(&format!("```\n{command}\n```\n\n"));
+    s.push_str(&md::code_block(command));
+    s.push('\n');
     s.push_str(&format!(
         "{} checked: {} clean, {} with violations — {} errors, {} warnings, {} info.\n\n",
         sum.dirs, sum.clean, sum.with_violations, sum.errors, sum.warnings, sum.infos
@@ -202,40 +201,44 @@ pub fn markdown(reports: &[DirReport], command: &str) -> String {
     if !rules.is_empty() {
         s.push_str("| rule | severity | findings |\n|---|---|---|\n");
         for (r, sev, n) in rules {
-            s.push_str(&format!("| `{r}` | {sev} | {n} |\n"));
+            s.push_str(&format!("| {} | {sev} | {n} |\n", md::code_cell(r)));
         }
         s.push('\n');
     }
     for r in ordered(reports) {
-        s.push_str(&format!("## {} — {}\n\n", r.dir.display(), counts(r)));
+        s.push_str(&format!(
+            "## {} — {}\n\n",
+            md::text(&r.dir.display().to_string()),
+            counts(r)
+        ));
         if !r.findings.is_empty() {
             s.push_str("| severity | where | rule | finding and fix |\n|---|---|---|---|\n");
             let mut fs: Vec<_> = r.findings.iter().collect();
             fs.sort_by_key(|f| f.severity());
             for f in fs {
                 s.push_str(&format!(
-                    "| {} | `{}` | `{}` | {} |\n",
+                    "| {} | {} | {} | {} |\n",
                     f.severity(),
-                    cell(&location(f)),
-                    f.rule,
-                    cell(&f.message)
+                    md::code_cell(&location(f)),
+                    md::code_cell(f.rule),
+                    md::text(&f.message)
                 ));
             }
             s.push('\n');
         }
         for p in &r.compared {
             s.push_str(&format!(
-                "**Compared** `{}`: {}\n\n",
-                pair_name(p),
-                pair_figures(p)
+                "**Compared** {}: {}\n\n",
+                md::code(&pair_name(p)),
+                md::text(&pair_figures(p))
             ));
             match loss_svg(p) {
                 Ok(svg) => s.push_str(&format!(
                     "![loss curves: {}](data:image/svg+xml;base64,{})\n\n",
-                    cell(&pair_name(p)),
+                    md::text(&pair_name(p)),
                     base64(svg.as_bytes())
                 )),
-                Err(e) => s.push_str(&format!("(no picture: {e})\n\n")),
+                Err(e) => s.push_str(&format!("(no picture: {})\n\n", md::text(&e))),
             }
         }
     }
@@ -302,9 +305,16 @@ pub fn html(reports: &[DirReport], command: &str) -> String {
     s
 }
 
-/// Write a report file atomically.
-pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
-    modelzoo_support::write_atomic(path, text.as_bytes())
+/// Write a report file atomically, after checking its path
+/// ([`modelzoo_support::check_output_path`]): absent or a regular file, and none of `inputs`
+/// (the directories, case files and model.yaml files validated) — a report never replaces a
+/// device node, a FIFO or the README it reviews.
+pub fn write(
+    path: &Path,
+    text: &str,
+    inputs: &[&Path],
+) -> Result<(), modelzoo_support::OutputPathError> {
+    modelzoo_support::write_report(path, text.as_bytes(), inputs)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! request. Exit 0 when something was checked and nothing failed, 1 when a model failed or
 //! nothing was checked (none selected, or every one skipped), 2 when the check cannot run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -101,6 +101,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Selected::Cases(zoo, picked)
         }
     };
+    // The reports' paths are checked before anything runs (an hour of runs must not end in a
+    // report that cannot be written, or one written over model.yaml, a model's README or a
+    // device node); the check is repeated when they are written.
+    let mut inputs: Vec<PathBuf> = vec![args.model_yaml.clone()];
+    match &selected {
+        Selected::Models(yaml, entries) => {
+            inputs.extend(entries.iter().map(|e| yaml.model_dir(e)));
+        }
+        Selected::Cases(zoo, picked) => inputs.extend(picked.iter().map(|c| zoo.run_dir(c))),
+    }
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let outputs: Vec<(&str, &Path)> = [("--junit", &args.junit), ("--md", &args.md)]
+        .into_iter()
+        .filter_map(|(what, p)| p.as_deref().map(|p| (what, p)))
+        .collect();
+    modelzoo_support::check_output_paths(&outputs, &inputs)?;
     if selected.is_empty() {
         let why = match changed {
             Some(rev) => format!("no model directory has changes since `{rev}`"),
@@ -159,10 +175,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     print!("{}", modelzoo_ci::render_table(&results));
     if let Some(path) = &args.junit {
-        modelzoo_ci::write_atomic(path, &modelzoo_ci::render_junit(&results))?;
+        modelzoo_ci::write_report(path, &modelzoo_ci::render_junit(&results), &inputs)?;
     }
     if let Some(path) = &args.md {
-        modelzoo_ci::write_atomic(path, &modelzoo_ci::render_markdown(&results))?;
+        modelzoo_ci::write_report(path, &modelzoo_ci::render_markdown(&results), &inputs)?;
     }
     if opts.cancel.load(Ordering::SeqCst) {
         eprintln!("modelzoo ci: interrupted");

@@ -8,7 +8,7 @@
 //! (errors or warnings), 2 could not run (a path that is neither a directory nor a case file,
 //! an unusable --model-yaml, nothing to check, a report that cannot be written).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -76,6 +76,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "nothing to check: give model directories (`modelzoo validate DIR...`) or a tree (`--all ROOT`)"
         );
     }
+    // The reports' paths, checked before anything is read: never a device, FIFO, directory
+    // or symbolic link, never one of the inputs (a file inside a directory being validated,
+    // the case file, a model.yaml the rules read).
+    let inputs = inputs(&args);
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let outputs: Vec<(&str, &Path)> = [("--md", &args.md), ("--html", &args.html)]
+        .into_iter()
+        .filter_map(|(what, p)| p.as_deref().map(|p| (what, p)))
+        .collect();
+    modelzoo_support::check_output_paths(&outputs, &inputs)?;
     let mut v = Validator::new(&Options {
         model_yaml: args.model_yaml.clone(),
     })?
@@ -113,7 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
     ] {
         if let (Some(path), Some(text)) = (path, text) {
-            review::report::write(path, &text)
+            review::report::write(path, &text, &inputs)
                 .with_context(|| format!("cannot write the report {}", path.display()))?;
         }
     }
@@ -122,4 +132,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What validate reads: the directories and trees given, `--model-yaml`, and the model.yaml
+/// files the `model-yaml.entry` rule finds above them (`model_config/model.yaml` in a
+/// directory or any ancestor).
+fn inputs(args: &Args) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = args.dirs.iter().chain(&args.all).cloned().collect();
+    out.extend(args.model_yaml.clone());
+    for dir in args.dirs.iter().chain(&args.all) {
+        let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+        for a in abs.ancestors() {
+            let found = a.join("model_config").join("model.yaml");
+            if found.exists() {
+                out.push(found);
+            }
+        }
+    }
+    out
 }

@@ -1,6 +1,8 @@
 """Every argument of run_{{run}}.py, in one place: the ModelZoo standard arguments
 (run_scripts-template/spec/standard.yaml, without the kit's own), then the model's own — add
-those at the end of `build_parser`.
+those at the end of `build_parser`. The arguments passed on to the training script have no
+default here: one not given is not passed, and the script's own default stands. Only the
+launcher's own (processes, nodes, rendezvous, --print_cmd) have defaults.
 """
 import argparse
 

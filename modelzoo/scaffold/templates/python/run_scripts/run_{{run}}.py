@@ -3,6 +3,12 @@
 Parses the standard arguments (argument.py), turns them into the training command — torchrun
 for several processes or nodes, this Python otherwise — prints it formatted (formate_cmd.py)
 and runs it. `--print_cmd` prints it without running.
+
+The training script runs in the model directory, whatever directory this launcher is started
+from: the way `modelzoo port` ran and verified it, and the way the ModelZoo's check runs a case
+(`cd <run_dir> && python run_scripts/run_{{run}}.py ...`), so its relative paths (`./data`,
+`../data`) mean the same in all three. Only the arguments given here are passed on; for
+everything else the training script's own defaults stand.
 """
 import os
 import shlex
@@ -13,12 +19,17 @@ from argument import parse_args
 from formate_cmd import format_cmd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The model's training script, relative to this directory.
-TRAIN_SCRIPT = os.path.join(HERE, {{train_script}})
+# The model directory: the training script runs there.
+MODEL_DIR = os.path.dirname(HERE)
+# The model's training script, relative to the model directory.
+TRAIN_SCRIPT = {{train_script}}
 # The standard arguments the training script takes, and its flag for each (read from its
 # argparse calls when the model was scaffolded; a standard argument it does not declare is not
 # passed on, so its parser never sees a flag it would reject).
 FORWARD = {{forward}}
+# The standard arguments that are paths: a relative one is taken from the directory this
+# launcher was started in, so it means the same once the script runs in MODEL_DIR.
+PATHS = {{path_args}}
 
 
 def build_cmd(args):
@@ -33,9 +44,10 @@ def build_cmd(args):
         ]
     else:
         launcher = [sys.executable]
-    words = launcher + [os.path.normpath(TRAIN_SCRIPT)]
+    words = launcher + [TRAIN_SCRIPT]
     for name, flag in FORWARD.items():
         value = getattr(args, name)
+        # Not given (argument.py gives these no default): the script's own default stands.
         if value is None or value is False:
             continue
         if value is True:
@@ -43,6 +55,8 @@ def build_cmd(args):
         elif isinstance(value, list):
             for item in value:
                 words += [flag, str(item)]
+        elif name in PATHS:
+            words += [flag, os.path.abspath(str(value))]
         else:
             words += [flag, str(value)]
     return words
@@ -51,10 +65,11 @@ def build_cmd(args):
 def main(argv=None):
     args = parse_args(argv)
     words = build_cmd(args)
-    print(format_cmd(" ".join(shlex.quote(w) for w in words)), flush=True)
+    line = " ".join(shlex.quote(w) for w in words)
+    print(f"cd {shlex.quote(MODEL_DIR)} && {format_cmd(line)}", flush=True)
     if args.print_cmd:
         return 0
-    return subprocess.call(words)
+    return subprocess.call(words, cwd=MODEL_DIR)
 
 
 if __name__ == "__main__":
