@@ -4,12 +4,14 @@
 // plugin does, backed by host memory from the emulator's libsdaart.so (so sdaaMemGetInfo sees
 // every tensor): an allocator, a device guard, the factory/view/copy kernels, and a fallback
 // that runs every other op's CPU kernel in place on the device memory (no copies; results equal
-// the CPU's bit for bit). Low-precision GEMMs and convolutions compute as tensor cores do: fp32
-// kernels on the fp16/bf16 operands, outputs rounded back (see `TensorCoreScope`). Autocast on
-// PrivateUse1 gets CUDA's cast policies; every other op falls through (see the end). Streams
-// and events are exact for synchronous execution (events time real host time), pinned memory
-// is remembered host memory, and the op inventory (inventory.cpp) counts what ran where when
-// torch_sdaa turns it on.
+// the CPU's bit for bit; docs/torch_sdaa.md lists the exceptions). Recurrent layers, attention's
+// backend choice and ops with a generic composite besides their CPU kernel are steered onto the
+// CPU's path as well (see each). Low-precision GEMMs and convolutions compute as tensor cores
+// do: fp32 kernels on the fp16/bf16 operands, outputs rounded back (see `TensorCoreScope`).
+// Autocast on PrivateUse1 gets CUDA's cast policies; every other op falls through (see the
+// end). Streams and events are exact for synchronous execution (events time real host time),
+// pinned memory is remembered host memory, and the op inventory (inventory.cpp) counts what ran
+// where when torch_sdaa turns it on.
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/autocast_mode.h>
@@ -353,6 +355,21 @@ at::Tensor& zero(at::Tensor& self) {
   return self;
 }
 
+// Module.to / .cuda() keep each Parameter object and swap its data (`param.data = moved`) only
+// when torch says the two tensors are of compatible types, which libtorch answers only for its
+// own dense backends (CPU, CUDA, ...): otherwise every module gets a new Parameter, so weights
+// tied between modules (word_language_model's --tied) come apart and an optimizer made before
+// `.to("sdaa")` holds the old CPU parameters. Dense CPU and sdaa tensors are the same kind of
+// tensor (host memory), so they are compatible, as CPU and CUDA tensors are.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](const at::Tensor& t) {
+    return t.layout() == at::kStrided && !t.is_quantized() && !t.is_nested() &&
+           (t.is_cpu() || t.device().type() == kSdaa);
+  };
+  if (dense(self) && dense(from)) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 // Tensor.record_stream (DataParallel's scatter, side-stream copies): on CUDA it keeps the memory
 // from reuse until the stream's queued work is done. Emulated work is done when the op returns
 // and there is no caching allocator to reuse memory early: nothing to record.
@@ -565,7 +582,9 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> host_native_batch_norm_out(
 // of all time steps in one GEMM where other devices do one per step (`FullLayer`), so they take
 // the CPU's path too; their single-step cells need nothing. Registered for PrivateUse1
 // (inference, no autograd) and AutogradPrivateUse1, which takes precedence over the ops'
-// CompositeImplicitAutograd kernels.
+// CompositeImplicitAutograd kernels. As in `host_fallback`, the CPU ops of the forward stay out
+// of RecordFunction (the layer op is recorded once, on sdaa); their backward runs as the
+// autograd engine's CPU ops.
 std::vector<at::Tensor> to_host(at::TensorList ts) {
   std::vector<at::Tensor> host;
   host.reserve(ts.size());
@@ -581,6 +600,7 @@ std::optional<at::Tensor> to_host(const std::optional<at::Tensor>& t) {
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_input(
     const at::Tensor& input, at::TensorList hx, at::TensorList params, bool has_biases,
     int64_t num_layers, double dropout, bool train, bool bidirectional, bool batch_first) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, h, c] = at::lstm(input.cpu(), to_host(hx), to_host(params), has_biases, num_layers,
                               dropout, train, bidirectional, batch_first);
   const auto device = input.device();
@@ -591,6 +611,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_data(
     const at::Tensor& data, const at::Tensor& batch_sizes, at::TensorList hx,
     at::TensorList params, bool has_biases, int64_t num_layers, double dropout, bool train,
     bool bidirectional) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, h, c] = at::lstm(data.cpu(), batch_sizes.cpu(), to_host(hx), to_host(params),
                               has_biases, num_layers, dropout, train, bidirectional);
   const auto device = data.device();
@@ -601,6 +622,7 @@ std::tuple<at::Tensor, at::Tensor> gru_input(const at::Tensor& input, const at::
                                              at::TensorList params, bool has_biases,
                                              int64_t num_layers, double dropout, bool train,
                                              bool bidirectional, bool batch_first) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, h] = at::gru(input.cpu(), hx.cpu(), to_host(params), has_biases, num_layers, dropout,
                           train, bidirectional, batch_first);
   const auto device = input.device();
@@ -611,6 +633,7 @@ std::tuple<at::Tensor, at::Tensor> gru_data(const at::Tensor& data, const at::Te
                                             const at::Tensor& hx, at::TensorList params,
                                             bool has_biases, int64_t num_layers, double dropout,
                                             bool train, bool bidirectional) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, h] = at::gru(data.cpu(), batch_sizes.cpu(), hx.cpu(), to_host(params), has_biases,
                           num_layers, dropout, train, bidirectional);
   const auto device = data.device();
@@ -621,6 +644,7 @@ std::tuple<at::Tensor, at::Tensor> rnn_tanh_input(const at::Tensor& input, const
                                                   at::TensorList params, bool has_biases,
                                                   int64_t num_layers, double dropout, bool train,
                                                   bool bidirectional, bool batch_first) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, h] = at::rnn_tanh(input.cpu(), hx.cpu(), to_host(params), has_biases, num_layers,
                                dropout, train, bidirectional, batch_first);
   const auto device = input.device();
@@ -632,6 +656,7 @@ std::tuple<at::Tensor, at::Tensor> rnn_tanh_data(const at::Tensor& data,
                                                  const at::Tensor& hx, at::TensorList params,
                                                  bool has_biases, int64_t num_layers,
                                                  double dropout, bool train, bool bidirectional) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, h] = at::rnn_tanh(data.cpu(), batch_sizes.cpu(), hx.cpu(), to_host(params),
                                has_biases, num_layers, dropout, train, bidirectional);
   const auto device = data.device();
@@ -642,6 +667,7 @@ std::tuple<at::Tensor, at::Tensor> rnn_relu_input(const at::Tensor& input, const
                                                   at::TensorList params, bool has_biases,
                                                   int64_t num_layers, double dropout, bool train,
                                                   bool bidirectional, bool batch_first) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, h] = at::rnn_relu(input.cpu(), hx.cpu(), to_host(params), has_biases, num_layers,
                                dropout, train, bidirectional, batch_first);
   const auto device = input.device();
@@ -653,6 +679,7 @@ std::tuple<at::Tensor, at::Tensor> rnn_relu_data(const at::Tensor& data,
                                                  const at::Tensor& hx, at::TensorList params,
                                                  bool has_biases, int64_t num_layers,
                                                  double dropout, bool train, bool bidirectional) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [out, h] = at::rnn_relu(data.cpu(), batch_sizes.cpu(), hx.cpu(), to_host(params),
                                has_biases, num_layers, dropout, train, bidirectional);
   const auto device = data.device();
@@ -663,6 +690,7 @@ std::tuple<at::Tensor, at::Tensor> lstm_cell(const at::Tensor& input, at::Tensor
                                              const at::Tensor& w_ih, const at::Tensor& w_hh,
                                              const std::optional<at::Tensor>& b_ih,
                                              const std::optional<at::Tensor>& b_hh) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   auto [h, c] = at::lstm_cell(input.cpu(), to_host(hx), w_ih.cpu(), w_hh.cpu(), to_host(b_ih),
                               to_host(b_hh));
   const auto device = input.device();
@@ -672,6 +700,7 @@ std::tuple<at::Tensor, at::Tensor> lstm_cell(const at::Tensor& input, at::Tensor
 at::Tensor gru_cell(const at::Tensor& input, const at::Tensor& hx, const at::Tensor& w_ih,
                     const at::Tensor& w_hh, const std::optional<at::Tensor>& b_ih,
                     const std::optional<at::Tensor>& b_hh) {
+  at::DisableRecordFunctionGuard internals;  // see `host_fallback`
   return at::gru_cell(input.cpu(), hx.cpu(), w_ih.cpu(), w_hh.cpu(), to_host(b_ih),
                       to_host(b_hh))
       .to(input.device());
@@ -925,6 +954,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", &zero);
   m.impl("_local_scalar_dense", &local_scalar_dense);
   m.impl("record_stream", &record_stream);
+  m.impl("_has_compatible_shallow_copy_type", &has_compatible_shallow_copy_type);
   m.impl("convolution_overrideable", &convolution_overrideable);
   m.impl("convolution_backward_overrideable", &convolution_backward_overrideable);
   m.impl("native_batch_norm", &host_native_batch_norm);

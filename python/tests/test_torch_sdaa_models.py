@@ -138,6 +138,29 @@ class RecurrentTest(unittest.TestCase):
         self.assertTrue(torch.equal(out.cpu(), lstm(x)[0]))
 
 
+class ModuleConversionTest(unittest.TestCase):
+    """Module.to("sdaa") keeps the Parameter objects, as .cuda() does."""
+
+    def test_tied_weights_and_an_earlier_optimizer_survive(self):
+        torch.manual_seed(9)
+        enc, dec = torch.nn.Embedding(10, 4), torch.nn.Linear(4, 10)
+        dec.weight = enc.weight  # word_language_model's --tied
+        net = torch.nn.ModuleDict({"enc": enc, "dec": dec})
+        weight = enc.weight
+        opt = torch.optim.SGD(net.parameters(), lr=0.5)  # made before the move, as scripts do
+        net.to("sdaa")
+        self.assertIs(net["enc"].weight, weight)
+        self.assertIs(net["dec"].weight, net["enc"].weight)
+        self.assertEqual(weight.device, torch.device("sdaa", 0))
+        before = weight.detach().cpu().clone()
+        net["dec"](net["enc"](torch.tensor([1, 2], device="sdaa"))).sum().backward()
+        opt.step()
+        self.assertFalse(torch.equal(weight.detach().cpu(), before))
+        net.cpu()
+        self.assertIs(net["dec"].weight, weight)
+        self.assertTrue(weight.is_cpu)
+
+
 class _WithState(torch.nn.Module):
     def __init__(self, rnn):
         super().__init__()
