@@ -1,10 +1,13 @@
 //! `PORT.md` (for the porter and the reviewer) and `port.json` (for tools), written atomically
-//! into the migrated directory.
+//! into the migrated directory. Every file name, command and log text in `PORT.md` goes
+//! through [`crate::md`]: nothing a project or a run prints can add a heading, a tag or a
+//! table cell to the report.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::{Port, PortError, Run, Verdict};
+use crate::md::{block, cell_code, code, text};
+use crate::{steps, Port, PortError, Run, Verdict};
 
 pub const MARKDOWN_FILE: &str = "PORT.md";
 pub const JSON_FILE: &str = "port.json";
@@ -26,119 +29,250 @@ pub(crate) fn write(port: &Port, out: &Path) -> Result<(), PortError> {
     save(MARKDOWN_FILE, render_markdown(port).as_bytes())
 }
 
-fn verdict_words(v: Verdict) -> &'static str {
+/// The headline of each verdict: the same words as the summary's reason, never another.
+pub fn verdict_words(v: Verdict) -> &'static str {
     match v {
         Verdict::Pass => "PASS",
         Verdict::Drift => "FAIL: the port drifted",
+        Verdict::StepsDiffer => "FAIL: the two runs' losses cannot be compared step by step",
         Verdict::Crash => "FAIL: the port crashed",
         Verdict::NotOnSdaa => "FAIL: nothing ran on sdaa",
         Verdict::NoCandidateLoss => "FAIL: the port logged no comparable loss",
-        Verdict::BaselineFailed => "NOT RUN: the original does not run",
-        Verdict::NoBaselineLoss => "NOT RUN: no loss found in the original's output",
+        Verdict::BaselineFailed => "NOT JUDGED: the original does not run",
+        Verdict::KitBaselineFailed => "NOT JUDGED: the kit's CPU baseline failed",
+        Verdict::NotReproducible => "NOT JUDGED: the original is not reproducible",
+        Verdict::NoBaselineLoss => "NOT JUDGED: no loss found in the original's output",
         Verdict::Interrupted => "INTERRUPTED",
     }
+}
+
+fn path(p: &Path) -> String {
+    code(&p.display().to_string())
 }
 
 /// The report a porter reads.
 pub fn render_markdown(port: &Port) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Port report: {}\n", verdict_words(port.verdict));
-    let _ = writeln!(md, "{}\n", port.summary);
-    let _ = writeln!(md, "- original: `{}`", port.src.display());
-    let _ = writeln!(md, "- port: `{}`", port.out.display());
+    let _ = writeln!(md, "{}\n", text(&port.summary));
+    if port.recheck {
+        let _ = writeln!(
+            md,
+            "This is a recheck (`modelzoo port --recheck`): the port as it is now, edits \
+             included, run again and judged against the original's runs of the first port.\n"
+        );
+    }
+    let _ = writeln!(md, "- original: {}", path(&port.src));
+    let _ = writeln!(md, "- port: {}", path(&port.out));
     let _ = writeln!(
         md,
-        "- command (run as is in each): `{}`",
-        port.command.join(" ")
+        "- command (run as is in a fresh copy of each): {}",
+        code(&port.command.join(" "))
     );
+    if let Some(rule) = &port.rule {
+        let name = if rule.name == "step-by-step" {
+            "step by step against the original's measured noise"
+        } else {
+            "the ModelZoo's 1% rule on the final value (mean of the last 10 steps)"
+        };
+        let _ = writeln!(md, "- rule: {name} — {}", text(&rule.why));
+    }
+    if let Some(faults) = port
+        .candidate
+        .as_ref()
+        .and_then(|c| c.fault_injection.as_ref())
+    {
+        let _ = writeln!(
+            md,
+            "- **fault injection**: the port ran with `SDAA_EMU_PERTURB` = {} (the emulator \
+             computed those ops wrong on purpose)",
+            code(faults)
+        );
+    }
+    if let Some(note) = &port.loss_note {
+        let _ = writeln!(md, "- losses: {}", text(note));
+    }
     let _ = writeln!(md, "- exit code: {}\n", port.exit_code);
 
-    let _ = writeln!(md, "## The two runs\n");
+    let _ = writeln!(md, "## The runs\n");
     let _ = writeln!(
         md,
         "| | device | outcome | seconds | loss | steps (rank 0) |\n|---|---|---|---|---|---|"
     );
     run_row(&mut md, "original (baseline)", &port.baseline);
+    if let Some(b) = &port.baseline_second {
+        run_row(&mut md, "original, second run", b);
+    }
     if let Some(c) = &port.candidate {
         run_row(&mut md, "port (candidate)", c);
     }
     let _ = writeln!(md);
-    for (name, run) in std::iter::once(("original", &port.baseline))
-        .chain(port.candidate.as_ref().map(|c| ("port", c)))
-    {
+    let _ = writeln!(
+        md,
+        "Each run happened in a fresh copy under {}: the original's copied from the \
+         project, the port's from this directory; neither is ever written by a run.\n",
+        code(&format!("{}/runs/", crate::WORK_DIR))
+    );
+    if let Some(banner) = port.candidate.as_ref().and_then(|c| c.banner.as_ref()) {
+        let _ = writeln!(
+            md,
+            "The port's console printed a `Torch-SDAA` row, {} — console text, not the record \
+             of the device that the verdict goes by.\n",
+            code(banner)
+        );
+    }
+    let runs = std::iter::once(("original", &port.baseline))
+        .chain(
+            port.baseline_second
+                .as_ref()
+                .map(|b| ("original's second run", b)),
+        )
+        .chain(port.candidate.as_ref().map(|c| ("port", c)));
+    for (name, run) in runs {
         if let Some(site) = &run.crash {
             let _ = writeln!(
                 md,
-                "The {name} failed in the project at `{}:{}` in `{}`: `{}`  \n`{}`",
-                site.file.display(),
-                site.crash.frame.line,
-                site.crash.frame.function,
-                site.crash.frame.code.as_deref().unwrap_or(""),
-                site.crash.error
+                "The {name} failed in the project at {} in {}: {}  \n{}",
+                code(&format!(
+                    "{}:{}",
+                    site.file.display(),
+                    site.crash.frame.line
+                )),
+                code(&site.crash.frame.function),
+                code(site.crash.frame.code.as_deref().unwrap_or("")),
+                code(&site.crash.error)
             );
             if let Some(line) = site.original_line {
                 let _ = writeln!(
                     md,
-                    "  \nIn the original: `{}:{line}`{}",
-                    site.file.display(),
+                    "  \nIn the original: {}{}",
+                    code(&format!("{}:{line}", site.file.display())),
                     site.original_code
                         .as_ref()
-                        .map_or(String::new(), |c| format!(": `{c}`"))
+                        .map_or(String::new(), |c| format!(": {}", code(c)))
                 );
             }
             let _ = writeln!(md);
         }
         if let (true, Some(why)) = (run.ran_to_the_end(), &run.loss_error) {
-            let _ = writeln!(md, "No loss in the {name}'s output: {why}\n");
+            let _ = writeln!(md, "No loss in the {name}'s output: {}\n", text(why));
         }
         if !run.ran_to_the_end() && !run.tail.is_empty() {
             let _ = writeln!(
                 md,
-                "The {name}'s last output (all of it in `{}`):\n\n```\n{}\n```\n",
-                run.console.display(),
-                run.tail.join("\n")
+                "The {name}'s last output (all of it in {}):\n\n{}\n",
+                path(&run.console),
+                block(&run.tail.join("\n"))
             );
         }
     }
 
-    if let Some(text) = &port.compare_text {
+    if !port.steps.is_empty() {
+        let _ = writeln!(md, "## Step by step\n");
         let _ = writeln!(
             md,
-            "## The comparison (`modelzoo compare`, 1% rule)\n\n```\n{}\n```\n",
-            text.trim_end()
+            "Tolerance at each step: the largest of the original's run-to-run noise (the \
+             largest difference of its two runs over all steps), one unit of the last printed \
+             decimal, and {} float32 ulps of the value.\n",
+            steps::FLOOR_ULPS
+        );
+        let _ = writeln!(
+            md,
+            "| loss | steps | noise | print unit | largest difference | largest relative | outcome |\n|---|---|---|---|---|---|---|"
+        );
+        for j in &port.steps {
+            let outcome = match &j.outcome {
+                steps::Outcome::Pass => "every step within tolerance".to_string(),
+                steps::Outcome::Fail(f) => format!(
+                    "first beyond at {}: original {}, port {}, difference {:.3e} > tolerance {:.3e}",
+                    text(&f.step),
+                    f.baseline,
+                    f.candidate,
+                    f.difference,
+                    f.tolerance
+                ),
+                steps::Outcome::StepsDiffer { why } => text(why),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.3e} | {:.1e} | {:.3e} | {} | {outcome} |",
+                cell_code(&j.metric),
+                j.steps,
+                j.noise,
+                j.print_unit,
+                j.max_difference,
+                steps::fmt_rel(j.max_rel_difference)
+            );
+        }
+        let _ = writeln!(md);
+    }
+
+    if let Some(t) = &port.compare_text {
+        let _ = writeln!(
+            md,
+            "## The ModelZoo's acceptance figure (`modelzoo compare`, 1% rule)\n\n{}\n",
+            block(t.trim_end())
         );
     }
 
+    let m = &port.migration;
     let _ = writeln!(md, "## What the migration rewrote\n");
-    if port.rewrites.is_empty() {
+    if m.rewrites.is_empty() {
         let _ = writeln!(md, "Nothing: no CUDA-specific code was found.\n");
     } else {
         let _ = writeln!(md, "| file | lines | rewrites |\n|---|---|---|");
-        for r in &port.rewrites {
-            let _ = writeln!(md, "| `{}` | {} | {} |", r.file.display(), r.lines, r.rules);
+        for r in &m.rewrites {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                cell_code(&r.file.display().to_string()),
+                text(&r.lines),
+                text(&r.rules)
+            );
         }
         let _ = writeln!(md);
     }
     let _ = writeln!(md, "## What still needs a person\n");
-    if port.findings.is_empty() {
+    if m.findings.is_empty() {
         let _ = writeln!(md, "Nothing the migration could see.\n");
     } else {
-        for f in &port.findings {
+        for f in &m.findings {
             let _ = writeln!(
                 md,
-                "- `{}:{}` [{}] {}",
-                f.file.display(),
-                f.line,
-                f.rule,
-                f.message
+                "- {} \\[{}\\] {}",
+                code(&format!("{}:{}", f.file.display(), f.line)),
+                text(&f.rule),
+                text(&f.message)
             );
         }
         let _ = writeln!(md);
     }
-    if !port.not_copied.is_empty() {
+    if !m.not_copied.is_empty() {
         let _ = writeln!(md, "Not copied into the port:\n");
-        for (p, why) in &port.not_copied {
-            let _ = writeln!(md, "- `{}`: {why}", p.display());
+        for (p, why) in &m.not_copied {
+            let _ = writeln!(md, "- {}: {}", path(p), text(why));
+        }
+        let _ = writeln!(md);
+    }
+    if !m.links_outside.is_empty() {
+        let _ = writeln!(
+            md,
+            "Symbolic links that point outside the project, kept as they are (a run that writes \
+             through one writes there):\n"
+        );
+        for (p, target) in &m.links_outside {
+            let _ = writeln!(md, "- {} → {}", path(p), path(target));
+        }
+        let _ = writeln!(md);
+    }
+    if !m.links_repointed.is_empty() {
+        let _ = writeln!(
+            md,
+            "Symbolic links into the project, re-pointed into each copy (so no run writes into \
+             the project through them):\n"
+        );
+        for (p, target) in &m.links_repointed {
+            let _ = writeln!(md, "- {} (was → {})", path(p), path(target));
         }
         let _ = writeln!(md);
     }
@@ -148,13 +282,14 @@ pub fn render_markdown(port: &Port) -> String {
         Some(inv) => {
             let _ = writeln!(
                 md,
-                "From the SDAA emulator's op inventory (`{}`; rank 0): {} aten ops ran on sdaa \
-                 ({} calls), {} on the host. Coverage in the ModelZoo's form: `{}` ({:.2}%).\n",
-                inv.file.display(),
+                "From the SDAA emulator's op inventory of this run ({}; rank 0): {} aten ops ran \
+                 on sdaa ({} calls), {} on the host. Coverage in the ModelZoo's form: {} \
+                 ({:.2}%).\n",
+                path(&inv.file),
                 inv.device_ops,
                 inv.device_calls,
                 inv.host_ops,
-                inv.coverage_txt.display(),
+                path(&inv.coverage_txt),
                 inv.coverage_rate
             );
             if inv.fp64_device.is_empty() {
@@ -166,7 +301,7 @@ pub fn render_markdown(port: &Port) -> String {
                      (other vendors' tools do so silently); check these ops:\n"
                 );
                 for (op, n) in &inv.fp64_device {
-                    let _ = writeln!(md, "- `{op}` ×{n}");
+                    let _ = writeln!(md, "- {} ×{n}", code(op));
                 }
                 let _ = writeln!(md);
             }
@@ -174,7 +309,11 @@ pub fn render_markdown(port: &Port) -> String {
                 let _ = writeln!(
                     md,
                     "Ops the emulator served through its copying CPU fallback: {}.\n",
-                    inv.emulator_fallbacks.join(", ")
+                    inv.emulator_fallbacks
+                        .iter()
+                        .map(|o| code(o))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
             }
             let _ = writeln!(
@@ -186,26 +325,76 @@ pub fn render_markdown(port: &Port) -> String {
         None => {
             let _ = writeln!(
                 md,
-                "No op inventory (the port did not run on the emulator, or did not reach the end).\n"
+                "No record of the device runtime from this run (the emulator's op inventory): the \
+                 port did not run on the emulator, or did not reach the end. On a real card the \
+                 kit cannot read such a record yet.\n"
             );
         }
     }
     let _ = writeln!(
         md,
-        "All of the runs' output, the op inventory and the CPU baseline's shim are in `{}/`.",
+        "All of the runs' copies and output, the op inventory, the shim and the original's saved \
+         runs (for `modelzoo port --recheck`) are in `{}/`.",
         crate::WORK_DIR
     );
     md
 }
 
 fn run_row(md: &mut String, name: &str, run: &Run) {
+    let metrics = if run.loss_metrics.is_empty() {
+        "—".to_string()
+    } else {
+        run.loss_metrics
+            .iter()
+            .map(|m| cell_code(m))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let _ = writeln!(
         md,
-        "| {name} | {} | {} | {:.1} | {} | {} |",
-        run.device,
-        run.outcome,
+        "| {name} | {} | {} | {:.1} | {metrics} | {} |",
+        text(&run.device),
+        text(&run.outcome),
         run.seconds,
-        run.loss_metric.as_deref().unwrap_or("—"),
         run.steps
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Verdict;
+
+    #[test]
+    fn headlines_never_call_an_incomparable_run_a_drift() {
+        let all = [
+            Verdict::Pass,
+            Verdict::Drift,
+            Verdict::StepsDiffer,
+            Verdict::Crash,
+            Verdict::NotOnSdaa,
+            Verdict::NoCandidateLoss,
+            Verdict::BaselineFailed,
+            Verdict::KitBaselineFailed,
+            Verdict::NotReproducible,
+            Verdict::NoBaselineLoss,
+            Verdict::Interrupted,
+        ];
+        for v in all {
+            let words = verdict_words(v);
+            assert_eq!(
+                words.contains("drift"),
+                v == Verdict::Drift,
+                "{v:?}: {words}"
+            );
+            // The headline's kind agrees with the exit code.
+            let kind = match v.exit_code() {
+                0 => "PASS",
+                1 => "FAIL",
+                2 => "NOT JUDGED",
+                _ => "INTERRUPTED",
+            };
+            assert!(words.starts_with(kind), "{v:?}: {words}");
+        }
+    }
 }

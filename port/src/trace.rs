@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One frame of a traceback (`File "...", line N, in f` and the source line under it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Frame {
     pub file: PathBuf,
     pub line: usize,
@@ -16,7 +16,7 @@ pub struct Frame {
 }
 
 /// A crash located in the project.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Crash {
     /// The deepest frame of the traceback inside the project (closest to the error).
     pub frame: Frame,
@@ -45,6 +45,56 @@ pub fn user_crash(output: &str, root: &Path) -> Option<Crash> {
         }
     }
     None
+}
+
+/// What the kit's CPU baseline says when the call failing is one its shim cannot map.
+pub const KIT_ERROR_PREFIX: &str = "modelzoo port CPU baseline:";
+
+/// What CUDA code raises when it reaches a CUDA the CPU baseline does not have: the script
+/// called something the shim does not map.
+const NO_CUDA: &[&str] = &[
+    "Torch not compiled with CUDA enabled",
+    "Found no NVIDIA driver",
+    "no CUDA GPUs are available",
+    "CUDA driver initialization failed",
+    "Cannot access accelerator device when none is available",
+];
+
+/// The error line when a CPU baseline run failed in the kit rather than in the original: a
+/// traceback through the shim (`shim`, its sitecustomize.py), an error of the shim (starting
+/// [`KIT_ERROR_PREFIX`]), or CUDA found missing. None: the original's own failure.
+pub fn kit_failure(output: &str, shim: &Path) -> Option<String> {
+    let lines: Vec<&str> = output.lines().map(strip_rank_prefix).collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i]
+            .trim_start()
+            .starts_with("Traceback (most recent call last):")
+        {
+            let (frames, error, next) = read_traceback(&lines, i + 1);
+            let in_shim = frames
+                .iter()
+                .any(|f| f.file == shim || f.file.ends_with("port/sitecustomize.py"));
+            if in_shim || is_kit_error(&error) {
+                return Some(error);
+            }
+            i = next;
+        } else {
+            i += 1;
+        }
+    }
+    lines
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| is_kit_error(l))
+        .map(str::to_string)
+}
+
+fn is_kit_error(line: &str) -> bool {
+    let message = line.split_once(": ").map_or(line, |(_, m)| m);
+    message.starts_with(KIT_ERROR_PREFIX)
+        || line.starts_with(KIT_ERROR_PREFIX)
+        || NO_CUDA.iter().any(|s| line.contains(s))
 }
 
 /// `[rank0]: text` → `text` (torchrun's per-rank prefix).
@@ -131,6 +181,24 @@ RuntimeError: boom
         assert_eq!(crash.frame.function, "main");
         assert_eq!(crash.frame.code.as_deref(), Some("out = model(x.sdaa())"));
         assert_eq!(crash.error, "RuntimeError: boom");
+    }
+
+    #[test]
+    fn the_kit_fails_in_its_shim_or_without_cuda_and_the_original_on_its_own() {
+        let shim = Path::new("/w/.modelzoo-port/shim/sitecustomize.py");
+        let through_shim = "Traceback (most recent call last):\n  File \"/p/t.py\", line 3, in <module>\n    x.foo()\n  File \"/w/.modelzoo-port/shim/sitecustomize.py\", line 9, in foo\n    raise X\nValueError: shim bug\n";
+        assert_eq!(
+            kit_failure(through_shim, shim).as_deref(),
+            Some("ValueError: shim bug")
+        );
+        let prefixed = "Traceback (most recent call last):\n  File \"/p/t.py\", line 3, in <module>\nRuntimeError: modelzoo port CPU baseline: torch.cuda.foo cannot be mapped\n";
+        assert!(kit_failure(prefixed, shim)
+            .unwrap()
+            .contains("torch.cuda.foo"));
+        let no_cuda = "AssertionError: Torch not compiled with CUDA enabled\n";
+        assert!(kit_failure(no_cuda, shim).is_some());
+        let own = "Traceback (most recent call last):\n  File \"/p/t.py\", line 3, in <module>\nSystemExit: bad data\n";
+        assert_eq!(kit_failure(own, shim), None);
     }
 
     #[test]

@@ -34,14 +34,75 @@ struct Ported {
 }
 
 fn port(src: &Path, out: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Ported {
+    port_with(src, out, &[], env, cmd)
+}
+
+/// Everything in `dir` that a run could change: every entry's path, kind, permission bits and
+/// bytes (a symlink's target), sorted.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, String, u32, Vec<u8>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut all = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+            let mode = meta.permissions().mode();
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                all.push((
+                    rel,
+                    "link".into(),
+                    mode,
+                    target.into_os_string().into_encoded_bytes(),
+                ));
+            } else if meta.is_dir() {
+                all.push((rel, "dir".into(), mode, Vec::new()));
+                stack.push(path);
+            } else {
+                all.push((rel, "file".into(), mode, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    all.sort();
+    all
+}
+
+/// `modelzoo port` with `args` before `--`; asserts that it left `src` exactly as it was.
+fn port_with(src: &Path, out: &Path, args: &[&str], env: &[(&str, &str)], cmd: &[&str]) -> Ported {
+    let before = snapshot(src);
     let mut c = Command::new(env!("CARGO_BIN_EXE_modelzoo"));
     c.arg("port")
         .arg(src)
         .arg("--out")
         .arg(out)
-        .args(["--baseline-device", "cpu", "--timeout", "300", "--"])
-        .args(cmd)
-        .env_remove("TORCH_SDAA_BANNER")
+        .args(["--baseline-device", "cpu", "--timeout", "300"])
+        .args(args)
+        .arg("--")
+        .args(cmd);
+    let p = finish(c, out, env);
+    assert!(
+        snapshot(src) == before,
+        "the port wrote into the project {}\n{}",
+        src.display(),
+        p.context()
+    );
+    p
+}
+
+/// `modelzoo port --recheck DST`.
+fn recheck(out: &Path, env: &[(&str, &str)]) -> Ported {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_modelzoo"));
+    c.arg("port").arg("--recheck").arg(out);
+    finish(c, out, env)
+}
+
+fn finish(mut c: Command, out: &Path, env: &[(&str, &str)]) -> Ported {
+    c.env_remove("TORCH_SDAA_BANNER")
         .env_remove("SDAA_EMU_PERTURB");
     for (k, v) in env {
         c.env(k, v);
@@ -56,6 +117,69 @@ fn port(src: &Path, out: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Ported {
         md: read("PORT.md"),
         out: out.to_path_buf(),
     }
+}
+
+/// `md` without its code (fenced blocks and inline code spans, matched by their backtick
+/// runs as CommonMark does): what is left is what renders as Markdown.
+fn outside_code(md: &str) -> String {
+    let mut out = String::new();
+    let mut fence: Option<String> = None;
+    for line in md.lines() {
+        let t = line.trim_start();
+        if let Some(f) = &fence {
+            if t.starts_with(f.as_str()) {
+                fence = None;
+            }
+            continue;
+        }
+        if t.starts_with("```") {
+            fence = Some(t.chars().take_while(|&c| c == '`').collect());
+            continue;
+        }
+        let b: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == '\\' && i + 1 < b.len() {
+                out.push(b[i]);
+                out.push(b[i + 1]);
+                i += 2;
+                continue;
+            }
+            if b[i] == '`' {
+                let n = b[i..].iter().take_while(|&&c| c == '`').count();
+                // The closing run: exactly n backticks.
+                let mut j = i + n;
+                let mut close = None;
+                while j < b.len() {
+                    if b[j] == '`' {
+                        let m = b[j..].iter().take_while(|&&c| c == '`').count();
+                        if m == n {
+                            close = Some(j + m);
+                            break;
+                        }
+                        j += m;
+                    } else {
+                        j += 1;
+                    }
+                }
+                match close {
+                    Some(end) => {
+                        out.push_str("CODE");
+                        i = end;
+                    }
+                    None => {
+                        out.extend(&b[i..i + n]);
+                        i += n;
+                    }
+                }
+                continue;
+            }
+            out.push(b[i]);
+            i += 1;
+        }
+        out.push('\n');
+    }
+    out
 }
 
 impl Ported {
@@ -101,7 +225,15 @@ fn a_cuda_script_with_amp_and_cudnn_ports_and_passes_on_the_emulator() {
         (b["steps"].as_u64(), c["steps"].as_u64()),
         (Some(6), Some(6))
     );
-    assert_eq!(b["loss_metric"], "loss");
+    assert_eq!(b["loss_metrics"], serde_json::json!(["loss"]));
+    // AMP (the shim saw autocast): judged by the 1% rule, and the report says why.
+    assert_eq!(p.json["rule"]["name"], "rel1", "{}", p.context());
+    assert!(
+        p.json["rule"]["why"].as_str().unwrap().contains("autocast"),
+        "{}",
+        p.context()
+    );
+    assert!(p.json["baseline_second"].is_null());
     // Every rewrite is listed with its lines; the cudnn flag is a finding for a person.
     let rewrites = p.json["rewrites"].as_array().unwrap();
     assert!(
@@ -138,8 +270,8 @@ fn a_device_switch_script_logging_with_tcap_dllogger_ports_and_passes() {
     );
     assert_eq!(p.code, 0, "{}", p.context());
     assert_eq!(
-        p.json["baseline"]["loss_metric"],
-        "train.loss",
+        p.json["baseline"]["loss_metrics"],
+        serde_json::json!(["train.loss"]),
         "{}",
         p.context()
     );
@@ -256,8 +388,26 @@ fn an_op_computed_wrong_on_the_device_is_a_drift() {
     );
     assert_eq!(p.code, 1, "{}", p.context());
     assert_eq!(p.json["verdict"], "drift", "{}", p.context());
-    assert_eq!(p.json["compare"]["verdict"]["pass"], false);
+    // Judged step by step: the first step beyond the tolerance is named, with its figures.
+    assert_eq!(p.json["rule"]["name"], "step-by-step", "{}", p.context());
+    let fail = &p.json["steps"][0];
+    assert_eq!(fail["outcome"], "fail", "{fail}");
+    assert!(
+        fail["difference"].as_f64() > fail["tolerance"].as_f64(),
+        "{fail}"
+    );
+    assert!(
+        p.stdout.contains(&format!(
+            "left the original's at {}",
+            fail["step"].as_str().unwrap()
+        )),
+        "{}",
+        p.context()
+    );
     assert!(p.md.contains("modelzoo diff"), "{}", p.md);
+    // The report names the fault injection the port ran under.
+    assert_eq!(p.json["candidate"]["fault_injection"], faults.as_str());
+    assert!(p.md.contains("**fault injection**"), "{}", p.md);
 }
 
 #[test]
@@ -330,4 +480,257 @@ fn a_non_empty_out_is_refused_and_left_as_it_was() {
     let p = port(&src, &tmp.path().join("x"), &[], &[]);
     assert_eq!(p.code, 2, "{}", p.context());
     assert!(p.stderr.contains("no command to run"), "{}", p.context());
+}
+
+#[test]
+fn a_faithful_port_passes_step_by_step_and_an_edit_injecting_a_device_only_bug_fails_on_recheck() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = copy_project("classic", tmp.path());
+    let out = tmp.path().join("ported");
+    let p = port(&src, &out, &[], &["python", "train.py", "--steps", "6"]);
+    assert_eq!(p.code, 0, "{}", p.context());
+    assert_eq!(p.json["rule"]["name"], "step-by-step", "{}", p.context());
+    // The original ran twice, each run in a fresh copy in the work dir; DST stays clean.
+    let second = &p.json["baseline_second"];
+    assert_eq!(second["exit_code"], 0, "{second}");
+    for run in [&p.json["baseline"], second, &p.json["candidate"]] {
+        let dir = PathBuf::from(run["dir"].as_str().unwrap());
+        assert!(dir.starts_with(out.join(".modelzoo-port/runs")), "{run}");
+        assert_eq!(dir.file_name(), src.file_name());
+    }
+    assert_eq!(p.json["steps"][0]["outcome"], "pass", "{}", p.context());
+    assert_eq!(p.json["steps"][0]["steps"], 6);
+
+    // The porter edits the port: the learning rate is scaled by 0.9 on sdaa only. The last
+    // steps' mean stays within 1%; the step-by-step verdict names step 1 (step 0's loss is
+    // computed before the first update).
+    let train = out.join("train.py");
+    let code = std::fs::read_to_string(&train).unwrap();
+    let edited = code.replace(
+        "lr=0.05,",
+        "lr=0.05 * (0.9 if next(model.parameters()).device.type == \"sdaa\" else 1.0),",
+    );
+    assert_ne!(code, edited);
+    std::fs::write(&train, &edited).unwrap();
+    let r = recheck(&out, &[]);
+    assert_eq!(r.code, 1, "{}", r.context());
+    assert_eq!(r.json["verdict"], "drift", "{}", r.context());
+    assert_eq!(r.json["recheck"], true);
+    assert_eq!(
+        r.json["compare"]["verdict"]["pass"],
+        true,
+        "{}",
+        r.context()
+    );
+    let fail = &r.json["steps"][0];
+    assert_eq!(fail["step"], "step 1", "{fail}");
+    assert!(r.stdout.contains("at step 1: original "), "{}", r.context());
+    assert!(
+        r.md.starts_with("# Port report: FAIL: the port drifted"),
+        "{}",
+        r.md
+    );
+    // The edit is the porter's: never migrated or overwritten again.
+    assert_eq!(std::fs::read_to_string(&train).unwrap(), edited);
+    // A fresh port still wants a new --out, and says how to recheck.
+    let again = port(&src, &out, &[], &["python", "train.py"]);
+    assert_eq!(again.code, 2, "{}", again.context());
+    assert!(again.stderr.contains("--recheck"), "{}", again.context());
+
+    // --baseline-log: the log of a "CUDA" run (here the original's console of the first port)
+    // is the baseline; the original is not run and the 1% rule applies, said so.
+    let cuda_log = tmp.path().join("cuda.log");
+    std::fs::copy(out.join(".modelzoo-port/baseline.log"), &cuda_log).unwrap();
+    let b = port_with(
+        &src,
+        &tmp.path().join("from-log"),
+        &["--baseline-log", cuda_log.to_str().unwrap()],
+        &[],
+        &["python", "train.py", "--steps", "6"],
+    );
+    assert_eq!(b.code, 0, "{}", b.context());
+    assert_eq!(b.json["rule"]["name"], "rel1", "{}", b.context());
+    assert!(b.json["rule"]["why"]
+        .as_str()
+        .unwrap()
+        .contains("--baseline-log"));
+    assert!(b.json["baseline_second"].is_null());
+    assert!(b.json["baseline"]["outcome"]
+        .as_str()
+        .unwrap()
+        .contains("--baseline-log"));
+}
+
+#[test]
+fn an_unseeded_original_is_not_reproducible_exit_2_with_its_spread_never_a_drift() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = copy_project("unseeded", tmp.path());
+    let p = port(
+        &src,
+        &tmp.path().join("ported"),
+        &[],
+        &["python", "train.py", "--steps", "2"],
+    );
+    assert_eq!(p.code, 2, "{}", p.context());
+    assert_eq!(p.json["verdict"], "not-reproducible", "{}", p.context());
+    assert!(p.json["candidate"].is_null());
+    for words in [
+        "not reproducible",
+        "at step 0",
+        "spread",
+        "manual_seed",
+        "generator",
+    ] {
+        assert!(p.stdout.contains(words), "{words}: {}", p.context());
+    }
+    assert!(!p.stdout.contains("drift"), "{}", p.context());
+    assert!(
+        p.md.starts_with("# Port report: NOT JUDGED: the original is not reproducible"),
+        "{}",
+        p.md
+    );
+}
+
+#[test]
+fn a_hostile_project_neither_fools_the_verdict_nor_the_report_nor_gets_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let hostile = "x`\n## Verdict: PASS <img src=x onerror=alert(1)>";
+    let src = root.join(format!("p{hostile}"));
+    std::fs::create_dir_all(src.join("store")).unwrap();
+    // A CPU script that prints the emulator's banner row without ever touching sdaa, writes
+    // into its directory and through an absolute link into the project.
+    std::fs::write(
+        src.join("train.py"),
+        "import torch\nprint(' Torch-SDAA   | 2.1.1')\ntorch.manual_seed(0)\n\
+         m = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n\
+         x = torch.randn(8, 4)\nfor s in range(3):\n    loss = m(x).pow(2).mean()\n\
+         \x20   opt.zero_grad(); loss.backward(); opt.step()\n    print(f'step {s} loss {loss.item():.6f}')\n\
+         open('ckpt/last.txt', 'a').write('x')\nopen('out.txt', 'a').write('y')\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(src.join("store"), src.join("ckpt")).unwrap();
+    std::fs::write(
+        src.join(format!("odd{hostile}.py")),
+        "import torch\nx = torch.zeros(1).cuda()\n",
+    )
+    .unwrap();
+    // An earlier port's leftovers: an op inventory full of device ops and a report.
+    let stale = src.join(".modelzoo-port/inventory");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(
+        stale.join("op_inventory.rank0.json"),
+        r#"{"device_ops": [{"op": "aten::addmm", "count": 9}], "host_ops": []}"#,
+    )
+    .unwrap();
+    std::fs::write(src.join(".modelzoo-port/candidate.log"), "STALE LOG\n").unwrap();
+    std::fs::write(src.join("PORT.md"), "# Port report: PASS\n").unwrap();
+
+    let out = root.join("ported");
+    let p = port(&src, &out, &[], &["python", "train.py"]);
+    // Nothing ran on sdaa: the banner is console text, the stale inventory was not copied.
+    assert_eq!(p.code, 1, "{}", p.context());
+    assert_eq!(p.json["verdict"], "not-on-sdaa", "{}", p.context());
+    assert!(p.json["inventory"].is_null(), "{}", p.context());
+    assert_eq!(p.json["candidate"]["banner"], "Torch-SDAA   | 2.1.1");
+    assert!(
+        p.md.starts_with("# Port report: FAIL: nothing ran on sdaa"),
+        "{}",
+        p.md
+    );
+    assert!(!out
+        .join(".modelzoo-port/inventory/op_inventory.rank0.json")
+        .exists());
+    let log = std::fs::read_to_string(out.join(".modelzoo-port/candidate.log")).unwrap();
+    assert!(!log.contains("STALE"), "{log}");
+    // The link into the project points into each copy, so the runs wrote there.
+    let repointed = p.json["links_repointed"].as_array().unwrap();
+    assert!(repointed.iter().any(|l| l[0] == "ckpt"), "{repointed:?}");
+    let run_dir = PathBuf::from(p.json["candidate"]["dir"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_link(run_dir.join("ckpt")).unwrap(),
+        run_dir.join("store")
+    );
+    assert!(run_dir.join("store/last.txt").is_file());
+    assert!(
+        !out.join("out.txt").exists(),
+        "DST stays the migrated project"
+    );
+    // The hostile names are shown, never read as Markdown.
+    assert!(p.md.contains("## Verdict: PASS"), "{}", p.md);
+    let rendered = outside_code(&p.md);
+    assert!(
+        !rendered
+            .lines()
+            .any(|l| l.trim_start().starts_with("## Verdict")),
+        "{rendered}"
+    );
+    let raw_tag = rendered
+        .char_indices()
+        .any(|(i, c)| c == '<' && !rendered[..i].ends_with('\\'));
+    assert!(!raw_tag, "{rendered}");
+    assert_eq!(rendered.matches("# Port report").count(), 1, "{rendered}");
+}
+
+#[test]
+fn a_cuda_call_the_shim_cannot_map_is_the_kits_baseline_failing_not_the_original() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("graphs");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("train.py"),
+        "import torch\nm = torch.nn.Linear(2, 2).cuda()\ng = torch.cuda.CUDAGraph()\n",
+    )
+    .unwrap();
+    let p = port(
+        &src,
+        &tmp.path().join("ported"),
+        &[],
+        &["python", "train.py"],
+    );
+    assert_eq!(p.code, 2, "{}", p.context());
+    assert_eq!(p.json["verdict"], "kit-baseline-failed", "{}", p.context());
+    for words in [
+        "kit's CPU baseline failed",
+        "CUDAGraph",
+        "train.py:3",
+        "--baseline-device cuda",
+        "--baseline-log",
+    ] {
+        assert!(p.stdout.contains(words), "{words}: {}", p.context());
+    }
+    assert!(
+        !p.stdout.contains("the original is broken"),
+        "{}",
+        p.context()
+    );
+}
+
+#[test]
+fn a_script_printing_no_loss_is_judged_by_the_losses_backward_saw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("silent");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("train.py"),
+        "import torch\ntorch.manual_seed(0)\nm = torch.nn.Linear(4, 1).cuda()\n\
+         opt = torch.optim.SGD(m.parameters(), lr=0.1)\nx = torch.randn(8, 4).cuda()\n\
+         for s in range(3):\n    loss = m(x).pow(2).mean()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
+    )
+    .unwrap();
+    let p = port(
+        &src,
+        &tmp.path().join("ported"),
+        &[],
+        &["python", "train.py"],
+    );
+    assert_eq!(p.code, 0, "{}", p.context());
+    assert_eq!(
+        p.json["baseline"]["loss_metrics"],
+        serde_json::json!(["backward.loss"]),
+        "{}",
+        p.context()
+    );
+    assert_eq!(p.json["steps"][0]["steps"], 3, "{}", p.context());
+    assert!(p.md.contains("backward.loss"), "{}", p.md);
 }

@@ -1,8 +1,11 @@
 //! `modelzoo port SRC --out DST -- CMD...`: migrate a CUDA PyTorch project, run the original
-//! (CUDA, else the CPU) and the port (SDAA, else the emulator) with the same command, compare
-//! their losses with the 1% rule, and write DST/PORT.md and DST/port.json. Exit 0 when the port
-//! ran to the end on sdaa and matches; 1 when it crashed or drifted; 2 for unusable input
-//! (including an original that does not run, or prints no loss); 130 when interrupted.
+//! (CUDA, else the CPU, twice) and the port (SDAA, else the emulator) with the same command,
+//! each in a fresh copy, judge the port's losses (step by step against an fp32 CPU baseline,
+//! else the 1% rule), and write DST/PORT.md and DST/port.json. `modelzoo port --recheck DST`
+//! runs and judges an edited port again. Exit 0 when the port ran to the end on sdaa and
+//! matches; 1 when it failed (crashed, drifted, nothing on sdaa, no comparable loss); 2 when it
+//! could not be judged (unusable input, an original that does not run, is not reproducible or
+//! prints no loss, the kit's CPU baseline failed); 130 when interrupted.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,11 +19,17 @@ use modelzoo_support::kit::Kit;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The CUDA project to port (the directory the command runs in).
-    src: PathBuf,
+    /// The CUDA project to port (the directory the command runs in; never written: every run
+    /// happens in a copy).
+    #[arg(required_unless_present = "recheck")]
+    src: Option<PathBuf>,
     /// Where the migrated project goes: a new or empty directory.
-    #[arg(long, value_name = "DST")]
-    out: PathBuf,
+    #[arg(long, value_name = "DST", required_unless_present = "recheck")]
+    out: Option<PathBuf>,
+    /// Run and judge an edited port again: the --out directory of an earlier port, with the
+    /// command, loss key, timeout and original's runs it saved (nothing is migrated again).
+    #[arg(long, value_name = "DST", conflicts_with_all = ["src", "out", "baseline_device", "log", "loss_key", "baseline_log", "command"])]
+    recheck: Option<PathBuf>,
     /// Where the original runs: cuda (needs a GPU) or cpu (its CUDA calls mapped to the CPU).
     /// Default: cuda when this machine has an NVIDIA GPU, else cpu.
     #[arg(long, value_parser = ["cpu", "cuda"])]
@@ -32,6 +41,13 @@ pub struct Args {
     /// are not in its console output.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// The loss to judge when the log prints several (e.g. `Loss_D`): its metric name.
+    #[arg(long, value_name = "NAME")]
+    loss_key: Option<String>,
+    /// The log of a real CUDA run of the same command: the original is not run here, and the
+    /// port is judged against this log by the 1% rule.
+    #[arg(long, value_name = "FILE")]
+    baseline_log: Option<PathBuf>,
     /// The training command, after `--`, run as is in SRC and in DST (no shell; `python` is the
     /// kit's .venv python when `make setup` made one).
     #[arg(last = true, value_name = "CMD")]
@@ -39,26 +55,35 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let baseline_device = match args.baseline_device.as_deref() {
-        Some("cuda") => BaselineDevice::Cuda,
-        Some(_) => BaselineDevice::Cpu,
-        None => BaselineDevice::detect(),
-    };
-    let opts = Options {
-        src: args.src,
-        out: args.out,
-        baseline_device,
-        timeout: Duration::from_secs(args.timeout),
-        log: args.log,
-        command: args.command,
-        kit: Kit::locate(),
-    };
     let cancel = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&cancel))
             .context("cannot install the SIGINT/SIGTERM handler")?;
     }
-    let port = modelzoo_port::run(&opts, &cancel)?;
+    let port = if let Some(dst) = &args.recheck {
+        modelzoo_port::recheck(dst, Kit::locate(), &cancel)?
+    } else {
+        let (Some(src), Some(out)) = (args.src, args.out) else {
+            anyhow::bail!("give the project and --out DST, or --recheck DST");
+        };
+        let baseline_device = match args.baseline_device.as_deref() {
+            Some("cuda") => BaselineDevice::Cuda,
+            Some(_) => BaselineDevice::Cpu,
+            None => BaselineDevice::detect(),
+        };
+        let opts = Options {
+            src,
+            out,
+            baseline_device,
+            timeout: Duration::from_secs(args.timeout),
+            log: args.log,
+            loss_key: args.loss_key,
+            baseline_log: args.baseline_log,
+            command: args.command,
+            kit: Kit::locate(),
+        };
+        modelzoo_port::run(&opts, &cancel)?
+    };
     println!("{}", port.summary);
     println!(
         "report: {}",
