@@ -310,6 +310,14 @@ class DataParallelTest(unittest.TestCase):
         out = torch.nn.parallel.data_parallel(dp.module, x.to("sdaa"), device_ids=[0, 1])
         self.assertTrue(torch.equal(out.detach().cpu(), y.detach().cpu()))
 
+    def test_replicas_run_under_the_callers_sdaa_autocast(self):
+        dp = torch.nn.DataParallel(torch.nn.Linear(3, 2)).to("sdaa")
+        x = torch.randn(4, 3, device="sdaa")
+        for dtype in (torch.float16, torch.bfloat16):
+            with torch.autocast("sdaa", dtype=dtype):
+                self.assertEqual(dp(x).dtype, dtype)
+        self.assertEqual(dp(x).dtype, torch.float32)
+
     def test_one_device_equals_the_cpu(self):
         net = self.model()
         ref = copy.deepcopy(net)

@@ -8,13 +8,25 @@ done here the way torch's C++ does them — chunks of the batch copied to each d
 already on its device stays a view), the module's tensors broadcast (the source device keeps the
 originals), outputs gathered onto the output device — with plain copies, which between emulated
 devices are memcpy of host memory. Everything that is not sdaa goes to torch's own functions.
-``reduce_add`` (the gradients' way back) is Python in torch and needs nothing."""
+``reduce_add`` (the gradients' way back) is Python in torch and needs nothing.
+
+Autocast: torch's ``parallel_apply`` carries CUDA's autocast state into the replicas' threads
+(``torch.is_autocast_enabled()``), not the accelerator's, so under ``autocast("sdaa")`` the
+replicas would silently run in fp32; here they run under sdaa's autocast state (enabled, dtype,
+cache) as the caller's thread has it, as CUDA replicas do under CUDA autocast."""
+
+import importlib
 
 import torch
 from torch._utils import _get_device_index
 from torch.nn.parallel import comm
 
+# The modules (torch.nn.parallel's own names for them are the functions they define).
+_data_parallel = importlib.import_module("torch.nn.parallel.data_parallel")
+_parallel_apply = importlib.import_module("torch.nn.parallel.parallel_apply")
+
 _TORCH = {name: getattr(comm, name) for name in ("broadcast", "broadcast_coalesced", "scatter", "gather")}
+_TORCH_PARALLEL_APPLY = _parallel_apply.parallel_apply
 
 
 def _is_sdaa(t):
@@ -98,9 +110,30 @@ def gather(tensors, dim=0, destination=None, *, out=None):
     return torch.cat([t.to(target, non_blocking=True) for t in tensors], dim)
 
 
+class _UnderAutocast:
+    """A replica called under the caller's sdaa autocast state (in the replica's thread)."""
+
+    def __init__(self, module, dtype, cache_enabled):
+        self.module, self.dtype, self.cache_enabled = module, dtype, cache_enabled
+
+    def __call__(self, *args, **kwargs):
+        with torch.autocast("sdaa", dtype=self.dtype, cache_enabled=self.cache_enabled):
+            return self.module(*args, **kwargs)
+
+
+def parallel_apply(modules, inputs, kwargs_tup=None, devices=None):
+    if not (_sdaa_is_the_accelerator() and torch.is_autocast_enabled("sdaa")):
+        return _TORCH_PARALLEL_APPLY(modules, inputs, kwargs_tup, devices)
+    dtype, cache = torch.get_autocast_dtype("sdaa"), torch.is_autocast_cache_enabled()
+    wrapped = [_UnderAutocast(m, dtype, cache) for m in modules]
+    return _TORCH_PARALLEL_APPLY(wrapped, inputs, kwargs_tup, devices)
+
+
 def register():
     """Routes torch.nn.parallel.comm's copies of sdaa tensors through this module."""
     comm.broadcast = broadcast
     comm.broadcast_coalesced = broadcast_coalesced
     comm.scatter = scatter
     comm.gather = gather
+    _parallel_apply.parallel_apply = parallel_apply
+    _data_parallel.parallel_apply = parallel_apply
