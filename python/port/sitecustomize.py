@@ -112,6 +112,8 @@ def _patch(torch):
             d = kwargs.get("device")
             if d is not None and (_is_cuda(d) or _is_index(d)):
                 kwargs["device"] = cpu
+            if kwargs.get("pin_memory"):
+                kwargs["pin_memory"] = False
             for i, a in enumerate(args):
                 if _is_cuda(a):
                     args = args[:i] + (cpu,) + args[i + 1:]
@@ -436,6 +438,17 @@ def _patch(torch):
         autocast_init(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     autocast.__init__ = autocast_on_cpu
+    # The autocast state queries CUDA's code asks (custom_fwd, no-argument forms) are the CPU's.
+    is_autocast_enabled = torch.is_autocast_enabled
+    get_autocast_dtype = torch.get_autocast_dtype
+
+    def autocast_device(device_type):
+        return "cpu" if device_type is None or device_type == "cuda" else device_type
+
+    torch.is_autocast_enabled = lambda device_type=None: is_autocast_enabled(
+        autocast_device(device_type))
+    torch.get_autocast_dtype = lambda device_type: get_autocast_dtype(autocast_device(device_type))
+    torch.get_autocast_gpu_dtype = lambda: get_autocast_dtype("cpu")
     scaler = torch.amp.grad_scaler.GradScaler
     scaler_init = scaler.__init__
 
@@ -611,7 +624,8 @@ def _record_backward(torch, directory):
 
     def scale_and_remember(self, outputs):
         out = scale(self, outputs)
-        if isinstance(outputs, torch.Tensor) and isinstance(out, torch.Tensor) and out is not outputs:
+        if isinstance(outputs, torch.Tensor) and isinstance(out, torch.Tensor) \
+                and out is not outputs:
             try:
                 out._modelzoo_unscaled = outputs
             except (AttributeError, TypeError):

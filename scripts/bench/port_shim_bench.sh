@@ -11,12 +11,14 @@
 # Usage (repo root): scripts/bench/port_shim_bench.sh
 #   ROUNDS=3 (rounds, at least 1; the median of N), STEPS=20 / WARMUP=3 (timed steps per model
 #   per run, after the warm-up), THREADS=1 (OMP_NUM_THREADS for both sides: one thread keeps a
-#   shared, loaded machine's spread small), MODELS=transformer,transformer_small,lstm,cnn, OLD_SHIM=DIR (a directory with another sitecustomize.py, e.g. an earlier shim:
-#   measured as a third side), PYTHON=.venv/bin/python.
+#   shared, loaded machine's spread small), MODELS=transformer,transformer_small,
+#   transformer_eval,lstm,cnn (port_shim_workload.py says what each is), OLD_SHIM=DIR (a
+#   directory with another sitecustomize.py, e.g. an earlier shim: measured as a third side),
+#   PYTHON=.venv/bin/python.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS="${ROUNDS:-3}" STEPS="${STEPS:-20}" WARMUP="${WARMUP:-3}"
-MODELS="${MODELS:-transformer,transformer_small,lstm,cnn}" OLD_SHIM="${OLD_SHIM:-}"
+MODELS="${MODELS:-transformer,transformer_small,transformer_eval,lstm,cnn}" OLD_SHIM="${OLD_SHIM:-}"
 py="${PYTHON:-.venv/bin/python}"
 cores="$(nproc --all)"
 export OMP_NUM_THREADS="${THREADS:-1}"

@@ -1,14 +1,17 @@
 """The CPU baseline shim's cost: a CUDA-style training script (`cuda` when torch.cuda says it
 is available, as most CUDA scripts decide; the port's shims before and after 2026-11-28 both
-map that) timing three step loops: a word_language_model-like Transformer and LSTM (its
-defaults: emsize 200, nhid 200, 2 layers, bptt 35, batch 20; a 2,000-word vocabulary) and
-mnist/main.py's CNN (batch 64, Adadelta); `transformer_small` (emsize and nhid 32) is the same
-Transformer with ops small enough that a per-op cost shows. Run directly it trains on the CPU; under the port's shim
-(MODELZOO_PORT_CPU_BASELINE=1, PYTHONPATH=python/port) its CUDA calls map to the CPU, so both
-runs do the same work. Prints one JSON line: wall ms per step of each model (`<model>`) and
-process CPU ms per step (`<model>.cpu`), medians of the timed steps after the warm-up.
+map that) timing step loops: a word_language_model-like Transformer and LSTM (its defaults:
+emsize 200, nhid 200, 2 layers, bptt 35, batch 20; a 2,000-word vocabulary) and mnist/main.py's
+CNN (batch 64, Adadelta); `transformer_small` (emsize and nhid 32) is the same Transformer with
+ops small enough that a per-op cost shows; `transformer_eval` is the Transformer's evaluation
+step (no grad, eval mode: PyTorch's fast path). Run directly it trains on the CPU; under the
+port's shim (MODELZOO_PORT_CPU_BASELINE=1, PYTHONPATH=python/port) its CUDA calls map to the
+CPU, so both runs do the same work. Prints one JSON line: wall ms per step of each model
+(`<model>`) and process CPU ms per step (`<model>.cpu`), medians of the timed steps after the
+warm-up.
 
-Usage: python port_shim_workload.py [--steps 20] [--warmup 3] [--models transformer,transformer_small,lstm,cnn]
+Usage: python port_shim_workload.py [--steps 20] [--warmup 3]
+           [--models transformer,transformer_small,transformer_eval,lstm,cnn]
 """
 
 import argparse
@@ -104,7 +107,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--models", default="transformer,transformer_small,lstm,cnn")
+    p.add_argument("--models", default="transformer,transformer_small,transformer_eval,lstm,cnn")
     args = p.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     ntoken, bptt, batch = 2000, 35, 20
@@ -127,6 +130,17 @@ def main():
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
                 for p_ in model.parameters():
                     p_.data.add_(p_.grad, alpha=-20)
+        elif name == "transformer_eval":
+            # word_language_model's evaluate(): no grad, eval mode, where the encoder layers take
+            # PyTorch's fused fast path unless a TorchFunctionMode is active.
+            model = TransformerLM(ntoken).to(device).eval()
+            mask = nn.Transformer.generate_square_subsequent_mask(bptt).to(device)
+            data = torch.randint(0, ntoken, (bptt + 1, batch)).to(device)
+
+            def step(i, model=model, mask=mask, data=data):
+                with torch.no_grad():
+                    out = model(data[:-1], mask)
+                    F.nll_loss(out.view(-1, ntoken), data[1:].reshape(-1)).item()
         elif name == "lstm":
             model = LSTMLM(ntoken).to(device)
             data = torch.randint(0, ntoken, (bptt + 1, batch), device=device)
@@ -155,7 +169,8 @@ def main():
                 loss.backward()
                 opt.step()
         else:
-            p.error(f"unknown model '{name}'; use transformer, transformer_small, lstm or cnn")
+            p.error(f"unknown model '{name}'; use transformer, transformer_small, "
+                    "transformer_eval, lstm or cnn")
         out[name], out[name + ".cpu"] = timed(step, args.steps, args.warmup, device)
     print(json.dumps(out), flush=True)
 

@@ -9,7 +9,8 @@
 # Usage (repo root): scripts/port-examples/run.sh [EXAMPLE...]
 #   EXAMPLES=/work/ext/examples (a pytorch/examples checkout; checked on commit 77f55b9),
 #   WORK=/tmp/port-examples (data and runs; make_data.py fills it when it has no data yet),
-#   PYTHON=.venv/bin/python, TIMEOUT=900 (seconds per run), THREADS=1 (OMP_NUM_THREADS).
+#   PYTHON=.venv/bin/python, TIMEOUT=900 (seconds per run), THREADS=1 (OMP_NUM_THREADS),
+#   REPEAT=1 (runs of each example; with more, the sides alternate which goes first).
 #   EXAMPLE: mnist vae dcgan imagenet wlm-transformer wlm-lstm ddp-tutorial ddp fsdp2 (default:
 #   all).
 set -uo pipefail
@@ -43,27 +44,40 @@ run() {
 
 port() { echo $(( 29500 + RANDOM % 2000 )); }
 
+# pair NAME DIR -- SHIM_CMD... -- CPU_CMD...: both sides, in the round's order.
+pair() {
+  local name="$1" dir="$2"; shift 3
+  local shim_cmd=() cpu_cmd=()
+  while [[ $1 != -- ]]; do shim_cmd+=("$1"); shift; done; shift
+  cpu_cmd=("$@")
+  if [[ $FIRST == shim ]]; then
+    run "$name" shim "$dir" "${shim_cmd[@]}"; run "$name" cpu "$dir" "${cpu_cmd[@]}"
+  else
+    run "$name" cpu "$dir" "${cpu_cmd[@]}"; run "$name" shim "$dir" "${shim_cmd[@]}"
+  fi
+}
+
 one() {
   case "$1" in
     mnist)
-      run mnist shim "$W/run-mnist" "$py" "$EX/mnist/main.py" --epochs 1 --test-batch-size 100
-      run mnist cpu "$W/run-mnist" "$py" "$EX/mnist/main.py" --epochs 1 --test-batch-size 100 --no-accel ;;
+      pair mnist "$W/run-mnist" -- "$py" "$EX/mnist/main.py" --epochs 1 --test-batch-size 100 \
+        -- "$py" "$EX/mnist/main.py" --epochs 1 --test-batch-size 100 --no-accel ;;
     vae)
       mkdir -p "$W/run-vae/results"
-      run vae shim "$W/run-vae" "$py" "$EX/vae/main.py" --epochs 1
-      run vae cpu "$W/run-vae" "$py" "$EX/vae/main.py" --epochs 1 --no-accel ;;
+      pair vae "$W/run-vae" -- "$py" "$EX/vae/main.py" --epochs 1 -- "$py" "$EX/vae/main.py" --epochs 1 --no-accel ;;
     dcgan)
-      run dcgan shim "$W/run-dcgan" "$py" "$EX/dcgan/main.py" --dataset fake --accel --dry-run --batchSize 16 --outf "$W/run-dcgan" --manualSeed 1
-      run dcgan cpu "$W/run-dcgan" "$py" "$EX/dcgan/main.py" --dataset fake --dry-run --batchSize 16 --outf "$W/run-dcgan" --manualSeed 1 ;;
+      local args=(--dataset fake --dry-run --batchSize 16 --outf "$W/run-dcgan" --manualSeed 1)
+      pair dcgan "$W/run-dcgan" -- "$py" "$EX/dcgan/main.py" "${args[@]}" --accel -- "$py" "$EX/dcgan/main.py" "${args[@]}" ;;
     imagenet)
-      run imagenet shim "$W/run-imagenet" "$py" "$EX/imagenet/main.py" -a resnet18 -j 2 -b 8 --epochs 1 --seed 1 "$W/imagenet"
-      run imagenet cpu "$W/run-imagenet" "$py" "$EX/imagenet/main.py" -a resnet18 -j 2 -b 8 --epochs 1 --seed 1 --no-accel "$W/imagenet" ;;
+      local args=(-a resnet18 -j 2 -b 8 --epochs 1 --seed 1)
+      pair imagenet "$W/run-imagenet" -- "$py" "$EX/imagenet/main.py" "${args[@]}" "$W/imagenet" \
+        -- "$py" "$EX/imagenet/main.py" "${args[@]}" --no-accel "$W/imagenet" ;;
     wlm-transformer|wlm-lstm)
       local model=Transformer; [[ $1 == wlm-lstm ]] && model=LSTM
       local args=(--data "$W/data/wikitext-2" --epochs 1 --model "$model" --log-interval 5 --save "$W/run-$1/model.pt")
       [[ $model == LSTM ]] || args+=(--lr 5)
-      run "$1" shim "$W/run-$1" "$py" "$EX/word_language_model/main.py" "${args[@]}" --accel
-      run "$1" cpu "$W/run-$1" "$py" "$EX/word_language_model/main.py" "${args[@]}" ;;
+      pair "$1" "$W/run-$1" -- "$py" "$EX/word_language_model/main.py" "${args[@]}" --accel \
+        -- "$py" "$EX/word_language_model/main.py" "${args[@]}" ;;
     ddp-tutorial)
       # NCCL and CUDA devices are hard-wired: no CPU path of its own.
       rm -f "$W/run-ddp-tutorial/snapshot.pt"
@@ -86,5 +100,9 @@ one() {
 echo "| example | side | exit | seconds |"
 echo "|---|---|---:|---:|"
 list=("$@"); [[ ${#list[@]} -eq 0 ]] && list=(mnist vae dcgan imagenet wlm-transformer wlm-lstm ddp-tutorial ddp fsdp2)
-for e in "${list[@]}"; do one "$e"; done
+REPEAT="${REPEAT:-1}"
+for r in $(seq 1 "$REPEAT"); do
+  if (( r % 2 )); then FIRST=shim; else FIRST=cpu; fi
+  for e in "${list[@]}"; do one "$e"; done
+done
 echo "(logs in $W/logs; load average now $(cut -d' ' -f1-3 /proc/loadavg))"

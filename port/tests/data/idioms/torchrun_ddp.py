@@ -1,7 +1,8 @@
 """Idiom (distributed/ddp, the DDP tutorial): under `torchrun --nproc_per_node 2`, check the
 GPU count, pick the device by local rank through torch.accelerator, NCCL with a device_id, DDP
-with device_ids, a DistributedSampler and a pinned loader. `python torchrun_ddp.py cuda|cpu`;
-rank 0 prints RESULT."""
+with device_ids, a DistributedSampler and a pinned loader. `torchrun ... torchrun_ddp.py
+cuda|cpu`: rank 0 prints RESULT. `python torchrun_ddp.py reference` computes the same in one
+process (each step: the mean of both ranks' gradients, as DDP's allreduce)."""
 
 import json
 import os
@@ -13,6 +14,26 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
+if sys.argv[1] == "reference":
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for step in range(2):
+        grads = []
+        for r in range(2):  # DistributedSampler without shuffling: rank r takes r, r+2, ...
+            x, y = data[[r + 2 * (4 * step + i) for i in range(4)]]
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            grads.append(torch.autograd.grad(loss, list(model.parameters())))
+            if r == 0:
+                losses.append(loss.item())
+        for p, g0, g1 in zip(model.parameters(), *grads):
+            p.grad = g0 / 2 + g1 / 2
+        opt.step()
+    print("RESULT " + json.dumps({"losses": losses, "counts": [2, 2],
+                                  "weight": model.weight.detach().flatten().tolist()}))
+    sys.exit(0)
 cuda = sys.argv[1] == "cuda"
 rank = int(os.environ["LOCAL_RANK"])
 world = int(os.environ["WORLD_SIZE"])
