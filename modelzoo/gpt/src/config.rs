@@ -251,6 +251,30 @@ impl ModelSection for Model {
         ])
     }
 
+    /// Per block ([`crate::model`]): the input, ln_1, qkv (3h), attention output, its
+    /// contiguous copy and projection, the residual sum, ln_2 and the block output (h each,
+    /// 10h in all counting the next block's input), c_fc and GELU (ffn each); the scores and
+    /// their softmax (and a mask) over `past + new` positions per head; the layer's keys and
+    /// values at `past + new` (the concatenation's new tensors). Then the token and position
+    /// embeddings and their sum, ln_f and the logits.
+    fn forward_values(&self, batch: u64, new: u64, past: u64) -> u64 {
+        use modelzoo_engine::runner::{bytes, bytes_sum};
+        let u = |v: i64| v.max(0) as u64;
+        let (h, f, heads) = (
+            u(self.hidden_size),
+            u(self.ffn_hidden()),
+            u(self.num_attention_heads),
+        );
+        let rows = bytes(&[batch, new]);
+        let seen = past.saturating_add(new);
+        bytes_sum(&[
+            bytes(&[rows, bytes_sum(&[bytes(&[10, h]), bytes(&[2, f])])]),
+            bytes(&[3, rows, heads, seen]),
+            bytes(&[2, batch, seen, h]),
+            bytes(&[rows, bytes_sum(&[bytes(&[4, h]), u(self.vocab_size)])]),
+        ])
+    }
+
     /// The least memory one training step with micro-batches of `micro` needs (see
     /// `runner::check_memory`), from exact sizes of what it must hold: AdamW training keeps
     /// weights, gradients and two moments in fp32 (16 bytes per parameter); the step holds the

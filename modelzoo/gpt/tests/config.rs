@@ -335,3 +335,133 @@ fn a_config_cut_off_inside_model_names_the_missing_keys_and_its_last_line() {
     )
     .unwrap();
 }
+
+/// Loads `text` written to `dir/name` for training.
+fn load_text(dir: &Path, name: &str, text: &str) -> Result<GptConfig, String> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    GptConfig::load_for_training(Some(&path), &[]).map_err(|e| e.to_string())
+}
+
+/// Where to cut `text`: at the start of each line, inside it (halfway) and before its last
+/// character — before every key, and inside every key and value (every character would do,
+/// at 20x the time).
+fn cuts(text: &str) -> Vec<usize> {
+    let mut at = Vec::new();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let inside: Vec<usize> = body.char_indices().map(|(i, _)| start + i).collect();
+        at.push(start);
+        if let (Some(&mid), Some(&last)) = (inside.get(inside.len() / 2), inside.last()) {
+            at.extend([mid, last]);
+        }
+        start += line.len();
+    }
+    at.retain(|&c| c > 0);
+    at.dedup();
+    at
+}
+
+/// Every prefix of `text` ([`cuts`]) is refused, or loads the same run as the whole text: a
+/// truncated file never trains something else without a word. `Generation` is compared only
+/// when the prefix still holds its header (training does not read it).
+fn every_cut_is_refused_or_the_same(dir: &Path, name: &str, text: &str) -> usize {
+    let whole = load_text(dir, name, text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut refused = 0;
+    for cut in cuts(text) {
+        let part = &text[..cut];
+        match load_text(dir, name, part) {
+            Err(_) => refused += 1,
+            Ok(mut c) => {
+                if !part.contains("\nGeneration:") {
+                    c.generation = whole.generation.clone();
+                }
+                assert!(
+                    c == whole,
+                    "{name} cut after {cut} bytes (ends {:?}) trains something else without a word:\n{c:?}\nvs\n{whole:?}",
+                    &part[part.len().saturating_sub(40)..]
+                );
+            }
+        }
+    }
+    refused
+}
+
+/// Issue #38 B7: a config cut anywhere (inside `Optimizer:`, `Engine:`, `Data:`,
+/// `Generation:`, ...) is refused; it used to train the defaults of what was cut off
+/// (`lr 5e-05` instead of gpt_tiny.yaml's 0.003).
+#[test]
+fn a_config_cut_anywhere_is_refused_or_loads_the_whole_files_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(config("gpt_tiny.yaml")).unwrap();
+    assert!(every_cut_is_refused_or_the_same(dir.path(), "cut.yaml", &text) > 0);
+    // FleetX's layout: the base file cut anywhere under the whole model file.
+    let base = std::fs::read_to_string(fleetx("pretrain_gpt_base.yaml")).unwrap();
+    std::fs::copy(
+        fleetx("pretrain_gpt_tiny_single_card.yaml"),
+        dir.path().join("model.yaml"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("pretrain_gpt_base.yaml"), &base).unwrap();
+    let whole = GptConfig::load_for_training(Some(&dir.path().join("model.yaml")), &[]);
+    for cut in cuts(&base) {
+        std::fs::write(dir.path().join("pretrain_gpt_base.yaml"), &base[..cut]).unwrap();
+        if let Ok(c) = GptConfig::load_for_training(Some(&dir.path().join("model.yaml")), &[]) {
+            let whole = whole.as_ref().unwrap();
+            assert!(
+                c == *whole,
+                "the base cut after {cut} bytes (ends {:?}) trains something else without a word",
+                &base[cut.saturating_sub(40)..cut]
+            );
+        }
+    }
+}
+
+/// The message names the section, the missing keys and the line the file ends at.
+#[test]
+fn a_config_cut_inside_optimizer_names_the_section_and_its_missing_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(config("gpt_tiny.yaml")).unwrap();
+    let part = &text[..text.find("    max_lr:").unwrap()];
+    let e =
+        load_text(dir.path(), "cut.yaml", part).expect_err("a cut-off Optimizer must not train");
+    let line = part.lines().count();
+    for want in [
+        "`Optimizer` has no lr.max_lr, lr.min_lr, grad_clip",
+        &format!("ends at line {line} inside `Optimizer:` — truncated?"),
+    ] {
+        assert!(e.contains(want), "want {want:?} in {e}");
+    }
+    // Engine cut after max_steps; Generation cut after top_k.
+    let part = &text[..text.find("  num_train_epochs:").unwrap()];
+    let e = load_text(dir.path(), "cut.yaml", part).unwrap_err();
+    assert!(
+        e.contains("`Engine` has no num_train_epochs, logging_freq"),
+        "{e}"
+    );
+    let part = &text[..text.find("  top_p:").unwrap()];
+    let e = load_text(dir.path(), "cut.yaml", part).unwrap_err();
+    assert!(
+        e.contains("`Generation` has no top_p, temperature, min_dec_len, max_dec_len, num_return_sequences, decode_strategy"),
+        "{e}"
+    );
+    // --generate reads the file with `load`: a cut Generation is refused there too.
+    let cut = dir.path().join("cut.yaml");
+    let e = GptConfig::load(Some(&cut), &[]).unwrap_err().to_string();
+    assert!(e.contains("`Generation` has no top_p"), "{e}");
+    // Overrides complete a cut section; a section only overrides create is not checked.
+    let rest = [
+        "top_p=0.75",
+        "temperature=1.0",
+        "min_dec_len=1",
+        "max_dec_len=48",
+        "num_return_sequences=1",
+        "decode_strategy=sampling",
+    ];
+    let o: Vec<String> = rest.iter().map(|k| format!("Generation.{k}")).collect();
+    GptConfig::load(Some(&cut), &o).unwrap();
+    let part = &text[..text.find("Generation:").unwrap()];
+    std::fs::write(&cut, part).unwrap();
+    GptConfig::load(Some(&cut), &["Generation.top_k=1".into()]).unwrap();
+}

@@ -340,3 +340,67 @@ fn oversized_generation_requests_exit_2_before_allocating() {
     assert_eq!(code, 0, "{err}");
     assert!(stdout.contains("Generation: Ada walked"), "{stdout}");
 }
+
+/// `(peak resident growth, estimate)` in bytes from `--generate`'s `host memory:` log line.
+fn memory_line(err: &str) -> (u64, u64) {
+    let line = err
+        .lines()
+        .find(|l| l.contains("host memory: peak resident grew by"))
+        .unwrap_or_else(|| panic!("no host memory line in {err}"));
+    let number_after = |key: &str| -> u64 {
+        let rest = &line[line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    (
+        number_after("peak resident grew by "),
+        number_after("estimated at most "),
+    )
+}
+
+/// Issue #38 B8: the memory a generation is checked against must bound what it uses:
+/// `num_return_sequences=200000` passed the old estimate (the KV cache alone) and was killed by
+/// the kernel at 23 GB. Held against the measured peak when the prompt's forward dominates
+/// (a long prompt, 2 new tokens) and when the KV cache does (one prompt token, 24 new ones);
+/// and not so loose (at most 3x) that it refuses what fits.
+#[test]
+fn the_generation_memory_estimate_bounds_the_measured_peak() {
+    let cfg = GptConfig::load(Some(&tiny_path()), &[]).unwrap();
+    let vs = VarStore::new(Device::Cpu);
+    let _model = Gpt::new(&vs.root(), &cfg.model);
+    let out = tempfile::tempdir().unwrap();
+    let meta = Meta {
+        model: cfg.model.clone(),
+        tokenizer: None,
+    };
+    checkpoint::save(&out.path().join("checkpoints"), 1, &vs, &meta).unwrap();
+    let ckpt = out.path().to_str().unwrap();
+    let tiny = tiny_path();
+    for (n, prompt, len) in [
+        ("2000", "Ada walked to the river", "2"),
+        ("1000", "A", "24"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_run_gpt"))
+            .args(["--generate", "--ckpt", ckpt, "--prompt", prompt, "-c"])
+            .arg(&tiny)
+            .args([
+                "-o",
+                &format!("Generation.num_return_sequences={n}"),
+                "-o",
+                &format!("Generation.max_dec_len={len}"),
+                "-o",
+                &format!("Generation.min_dec_len={len}"),
+                "-o",
+                "Generation.decode_strategy=greedy_search",
+            ])
+            .env("RUST_LOG", "info")
+            .output()
+            .expect("run_gpt starts");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        let (used, estimate) = memory_line(&err);
+        assert!(
+            used <= estimate && estimate <= 3 * used,
+            "n {n}, prompt {prompt:?}, {len} new: used {used}, estimated {estimate}"
+        );
+    }
+}

@@ -255,6 +255,44 @@ impl ModelSection for Model {
         ])
     }
 
+    /// Per layer ([`crate::model`]), per new position: the input, RMSNorm's square, product
+    /// and scaled output (3h), q with rotary embedding (its projection, the negated half, the
+    /// rotated copy, the two products and their sum: 6h), k likewise and v (7 × key/value
+    /// width), the attention output, its contiguous copy, projection and residual sum (4h),
+    /// the second RMSNorm (3h), the MLP's gate, SiLU, up and product (4 × ffn) with its
+    /// projection and residual sum (2h); the scores and their softmax (and a mask) over
+    /// `past + new` positions per head; the layer's keys and values at `past + new` (the
+    /// concatenation's new tensors) and, with grouped-query attention, their copies repeated
+    /// to every head. Then the embedding, the final RMSNorm, the rotary tables and the logits.
+    fn forward_values(&self, batch: u64, new: u64, past: u64) -> u64 {
+        use modelzoo_engine::runner::{bytes, bytes_sum};
+        let u = |v: i64| v.max(0) as u64;
+        let (h, f, heads) = (
+            u(self.hidden_size),
+            u(self.ffn_hidden_size),
+            u(self.num_attention_heads),
+        );
+        let kv = bytes(&[u(self.kv_heads()), u(self.head_dim())]);
+        let rows = bytes(&[batch, new]);
+        let seen = past.saturating_add(new);
+        let repeated = if self.kv_heads() < self.num_attention_heads {
+            bytes(&[2, batch, seen, h])
+        } else {
+            0
+        };
+        bytes_sum(&[
+            bytes(&[
+                rows,
+                bytes_sum(&[bytes(&[19, h]), bytes(&[7, kv]), bytes(&[4, f]), 1]),
+            ]),
+            bytes(&[3, rows, heads, seen]),
+            bytes(&[2, batch, seen, kv]),
+            repeated,
+            bytes(&[rows, bytes_sum(&[bytes(&[4, h]), u(self.vocab_size)])]),
+            bytes(&[4, new, u(self.head_dim())]),
+        ])
+    }
+
     /// The least memory one training step with micro-batches of `micro` needs (see
     /// `runner::check_memory`): fp32 weights, gradients and AdamW moments (16 bytes per
     /// parameter), the logits and their gradient (fp32), and what backward keeps per layer —

@@ -169,18 +169,20 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
     let device = modelzoo_engine::app::open_device(std)?;
     // Before anything is allocated: an unusable prompt, a length past the model's positions or
     // more sequences than memory holds is bad input (exit 2), never an abort or the OOM killer.
-    let ids = modelzoo_text::generate::prompt_ids(
+    let request = modelzoo_text::generate::prompt_ids(
         &tokenizer,
         prompt,
         &model_cfg,
         &config.generation,
         &device,
+        weights.path(),
     )
     .map_err(RunError::input)?;
+    let ids = &request.ids;
     let seed = modelzoo_text::lm::run_seed(std, &config);
     let eos = tokenizer.eos_id().map(i64::from);
     tracing::info!(weights = %weights.path().display(), seed, device = %device.spec(), "generating");
-    let outputs =
+    let outputs = modelzoo_text::generate::measured(&request.memory, || {
         RunError::catch_libtorch(format!("during generation on {}", device.spec()), || {
             let mut vs = VarStore::new(tch::Device::Cpu);
             let model = Llama::new(&vs.root(), &model_cfg);
@@ -196,8 +198,9 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
             device.move_var_store(&mut vs).map_err(|e| {
                 RunError::failed(format!("cannot move the model to {}: {e}", device.spec()))
             })?;
-            generate(&model, &ids, &config.generation, eos, seed, &device).map_err(RunError::failed)
-        })?;
+            generate(&model, ids, &config.generation, eos, seed, &device).map_err(RunError::failed)
+        })
+    })?;
     println!("Prompt: {prompt}");
     for out in outputs {
         let ids: Vec<u32> = out.iter().filter_map(|&i| u32::try_from(i).ok()).collect();

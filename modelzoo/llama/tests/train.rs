@@ -310,6 +310,23 @@ fn cut_off_configs_and_oversized_generations_exit_2() {
         assert!(t.contains(want), "want {want:?} in\n{t}");
     }
     assert!(!t.contains("one training step needs"), "{t}");
+    // Issue #38 B7: cut inside `Optimizer:` (it trained at the default max_lr).
+    let cut_at = yaml.find("    max_lr:").unwrap();
+    std::fs::write(&cut, &yaml[..cut_at]).unwrap();
+    let o = run(&[
+        "-c",
+        cut.to_str().unwrap(),
+        "--output_dir",
+        dir.path().join("never").to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("`Optimizer` has no lr.max_lr, lr.min_lr, grad_clip")
+            && t.contains("inside `Optimizer:` — truncated?"),
+        "{t}"
+    );
+    assert!(!dir.path().join("never").exists());
 
     let out = dir.path().join("run");
     train(&out, "1", &[]);

@@ -7,6 +7,7 @@ use model_config::fleetx::{self, ConfigError, ConfigTree, EngineConfig};
 use modelzoo_engine::runner::MemoryNeed;
 use serde::{Deserialize, Serialize};
 
+use super::complete::{self, MissingKey};
 use super::{
     located, unsupported, Data, DataSection, Distributed, Fused, Generation, Global, ModelSection,
     Optimizer, Profiler, Unsupported, AMP_OPS,
@@ -72,21 +73,22 @@ pub enum LmConfigError {
         defaults: &'static str,
         example: &'static str,
     },
-    /// A training `-c` file (with its bases) without a section every training config has,
-    /// or whose `Model` lacks architecture keys: cut off, or the wrong file.
+    /// A `-c` file (with its bases) without a section every training config has, or with a
+    /// section that lacks keys every complete one gives: cut off, or the wrong file.
     #[error("{0}")]
     Incomplete(Box<Incomplete>),
 }
 
-/// What an incomplete training config lacks (see [`LmConfigError::Incomplete`]).
+/// What an incomplete config lacks (see [`LmConfigError::Incomplete`]).
 #[derive(Debug, thiserror::Error)]
-#[error("{}: incomplete config: {}{}; {program} would train {defaults}'s values for what is missing: give a complete config (see {example}), or leave out -c to train those defaults on purpose", path.display(), incomplete(missing_sections, missing_keys, found), ending(end))]
+#[error("{}: incomplete config: {}{}; {program} would use its defaults for what is missing ({defaults} for the model): give a complete config (see {example}), or leave out -c to use the defaults on purpose", path.display(), incomplete(missing_sections, missing_keys, found), ending(end))]
 pub struct Incomplete {
     pub path: PathBuf,
-    /// Of [`REQUIRED_SECTIONS`].
+    /// Of [`REQUIRED_SECTIONS`] (training only).
     pub missing_sections: Vec<String>,
-    /// Of [`ModelSection::REQUIRED_KEYS`] (when `Model` is there).
-    pub missing_keys: Vec<&'static str>,
+    /// Keys the file's sections lack: [`ModelSection::REQUIRED_KEYS`] (training only) and
+    /// [`complete::SECTION_KEYS`].
+    pub missing_keys: Vec<MissingKey>,
     /// The sections the file has.
     pub found: Vec<String>,
     pub end: Option<fleetx::FileEnd>,
@@ -96,7 +98,7 @@ pub struct Incomplete {
 }
 
 /// `no `Optimizer` section (found: Engine, Data, Model); `Model` has no hidden_size, ...`.
-fn incomplete(sections: &[String], keys: &[&'static str], found: &[String]) -> String {
+fn incomplete(sections: &[String], keys: &[MissingKey], found: &[String]) -> String {
     let mut parts = Vec::new();
     if !sections.is_empty() {
         let names: Vec<String> = sections.iter().map(|m| format!("`{m}`")).collect();
@@ -108,10 +110,7 @@ fn incomplete(sections: &[String], keys: &[&'static str], found: &[String]) -> S
         ));
     }
     if !keys.is_empty() {
-        parts.push(format!(
-            "`Model` has no {} (or leaves it empty)",
-            keys.join(", ")
-        ));
+        parts.push(complete::describe(keys));
     }
     parts.join("; ")
 }
@@ -137,9 +136,10 @@ impl<M: ModelSection> LmConfig<M> {
     /// truncated file parses (as nothing, without its last sections, or with a `Model` cut
     /// short) and would otherwise train the built-in defaults for what is missing — a
     /// different run from the one asked for, and one that may not fit in memory. So the file
-    /// (with its `_base_` files) must hold every [`REQUIRED_SECTIONS`] section and every
-    /// [`ModelSection::REQUIRED_KEYS`] key (an `-o` override may give a key), and name the
-    /// training module. Without `-c` the defaults are what the user asked for.
+    /// (with its `_base_` files) must hold every [`REQUIRED_SECTIONS`] section, every
+    /// [`ModelSection::REQUIRED_KEYS`] key and the keys of [`complete::SECTION_KEYS`] in the
+    /// sections it holds (an `-o` override may give a key), and name the training module.
+    /// Without `-c` the defaults are what the user asked for.
     pub fn load_for_training(
         path: Option<&Path>,
         overrides: &[String],
@@ -166,26 +166,21 @@ impl<M: ModelSection> LmConfig<M> {
             tree.apply_override(text)?;
         }
         if let Some(path) = path {
-            let missing_keys: Vec<&'static str> = if tree.is_set(&["Model"]) {
-                M::REQUIRED_KEYS
-                    .iter()
-                    .copied()
-                    .filter(|k| !tree.is_set(&["Model", k]))
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            // A section reported missing is not reported again key by key.
+            let held: Vec<String> = found
+                .iter()
+                .filter(|s| !missing_sections.contains(s))
+                .cloned()
+                .collect();
+            let missing_keys = complete::missing_keys(&tree, &held, M::REQUIRED_KEYS);
             if !missing_sections.is_empty() || !missing_keys.is_empty() {
-                return Err(LmConfigError::Incomplete(Box::new(Incomplete {
-                    path: path.to_path_buf(),
+                return Err(Self::incomplete(
+                    path,
                     missing_sections,
                     missing_keys,
                     found,
-                    end: tree.file_end(),
-                    program: M::PROGRAM,
-                    defaults: M::DEFAULTS,
-                    example: M::EXAMPLE,
-                })));
+                    &tree,
+                ));
             }
         }
         let config: LmConfig<M> = LmConfig::from_tree(&tree)?;
@@ -204,10 +199,47 @@ impl<M: ModelSection> LmConfig<M> {
         Ok(config)
     }
 
-    /// Reads `-c file` (optional) with `-o` overrides, then validates every section.
+    /// Reads `-c file` (optional) with `-o` overrides, then validates every section. The
+    /// sections the file holds must be whole ([`complete::SECTION_KEYS`]; `Model`'s keys are
+    /// checked for training only, `--generate` rebuilds the model from its checkpoint).
     pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<LmConfig<M>, LmConfigError> {
-        let tree = fleetx::load(path, overrides)?;
+        let mut tree = fleetx::load(path, &[])?;
+        let found = tree.section_names();
+        for text in overrides {
+            tree.apply_override(text)?;
+        }
+        if let Some(path) = path {
+            let missing_keys = complete::missing_keys(&tree, &found, &[]);
+            if !missing_keys.is_empty() {
+                return Err(Self::incomplete(
+                    path,
+                    Vec::new(),
+                    missing_keys,
+                    found,
+                    &tree,
+                ));
+            }
+        }
         LmConfig::from_tree(&tree)
+    }
+
+    fn incomplete(
+        path: &Path,
+        missing_sections: Vec<String>,
+        missing_keys: Vec<MissingKey>,
+        found: Vec<String>,
+        tree: &ConfigTree,
+    ) -> LmConfigError {
+        LmConfigError::Incomplete(Box::new(Incomplete {
+            path: path.to_path_buf(),
+            missing_sections,
+            missing_keys,
+            found,
+            end: tree.file_end(),
+            program: M::PROGRAM,
+            defaults: M::DEFAULTS,
+            example: M::EXAMPLE,
+        }))
     }
 
     /// Typed sections of an already merged tree, both layouts resolved; every section that

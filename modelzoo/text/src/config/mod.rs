@@ -11,6 +11,7 @@
 //! the same [`Data`].
 
 mod amp;
+pub mod complete;
 mod data;
 mod distributed;
 mod generation;

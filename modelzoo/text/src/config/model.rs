@@ -34,6 +34,13 @@ pub trait ModelSection: Default + Clone + PartialEq + Serialize + DeserializeOwn
     /// Values the KV cache keeps per position of one sequence: keys and values of every
     /// layer (saturating).
     fn kv_values_per_position(&self) -> u64;
+    /// At most the fp32 values one cached forward (eval, no grad) of `new` positions for
+    /// `batch` sequences holds at once beyond the weights and the cache it starts from
+    /// (saturating): every tensor of its widest layer as if all were alive together, the
+    /// attention scores as the math path materialises them, the layer's grown keys and values
+    /// (the concatenation holds old and new), the embeddings and the logits. What
+    /// `generate::check_request` sizes a generation's activations by.
+    fn forward_values(&self, batch: u64, new: u64, past: u64) -> u64;
     /// The least memory one training step with micro-batches of `micro` needs at `data`'s
     /// sequence length (see `runner::check_memory`), from exact sizes of what it must hold.
     fn memory_need(&self, data: &Data, micro: u64, amp: bool) -> MemoryNeed;
