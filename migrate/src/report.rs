@@ -63,6 +63,9 @@ pub struct Report {
     pub skipped: Vec<Skipped>,
     /// Temp files an interrupted `--write` left (removed by the next `--write`).
     pub leftover_temp: Vec<PathBuf>,
+    /// Every file the migration read (relative to `root`): what an output path must not be.
+    #[serde(skip)]
+    pub inputs: Vec<PathBuf>,
     /// Files rewritten by earlier `--write` runs, as MIGRATION.md recorded them.
     #[serde(skip)]
     pub written_before: Vec<WrittenFile>,

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::report::{display_path, quote_path, FileChange, Finding, Report, Skipped, WrittenFile};
-use crate::rules::{migrate_text, FileKind, Note};
+use crate::rules::{migrate_text_in, Context, FileKind, Note};
 
 /// Why a migration could not run or write.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +43,92 @@ pub enum MigrateError {
         path.display()
     )]
     RecordNotOurs { path: PathBuf },
+    /// An output path that must not be written: checked before anything is.
+    #[error("{}: cannot write the {what} there: {why}", display_path(path))]
+    BadOutput {
+        path: PathBuf,
+        /// What would have been written there (`report`, `record`).
+        what: &'static str,
+        why: String,
+    },
+}
+
+/// Checks an output path the user named (`--report`) before anything is written: it must be
+/// a regular file or absent (in an existing directory) — never a directory, a FIFO (writing
+/// one blocks), a socket, a device or a symbolic link (the atomic rename would replace the
+/// link, not its target) — and, once `report` is known, never one of the files the migration
+/// reads (the report would replace a source being migrated) nor `<DIR>/MIGRATION.md`.
+pub fn check_output_path(path: &Path, report: Option<&Report>) -> Result<(), MigrateError> {
+    let bad = |why: String| MigrateError::BadOutput {
+        path: path.to_path_buf(),
+        what: "report",
+        why,
+    };
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => Some(meta),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(bad(format!("cannot look at it: {e}"))),
+    };
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match &meta {
+        Some(m) if m.is_dir() => {
+            return Err(bad(
+                "it is a directory; name a file (e.g. DIR/migration.md)".into(),
+            ))
+        }
+        Some(m) if m.file_type().is_symlink() => {
+            return Err(bad(
+                "it is a symbolic link, which the atomic write would replace rather than write \
+                 through; name the file it points to"
+                    .into(),
+            ))
+        }
+        Some(m) => {
+            if let Some(what) = not_regular(m.file_type()) {
+                return Err(bad(format!(
+                    "it is {what}, not a regular file; name a regular file or a new one"
+                )));
+            }
+        }
+        None if !parent.is_dir() => {
+            return Err(bad(format!(
+                "its directory {} does not exist; create it or name another path",
+                display_path(parent)
+            )))
+        }
+        None => {}
+    }
+    let Some(report) = report else {
+        return Ok(());
+    };
+    let root = std::fs::canonicalize(&report.root).map_err(io(&report.root))?;
+    let name = path.file_name().unwrap_or_default();
+    if let Ok(dir) = std::fs::canonicalize(parent) {
+        if dir == root && name == crate::record::RECORD_FILE {
+            return Err(bad(format!(
+                "it is the migration's own record, {}; name another file",
+                display_path(&report.root.join(crate::record::RECORD_FILE))
+            )));
+        }
+    }
+    if let Some(m) = &meta {
+        use std::os::unix::fs::MetadataExt;
+        for rel in &report.inputs {
+            let same = std::fs::symlink_metadata(report.root.join(rel))
+                .is_ok_and(|i| i.dev() == m.dev() && i.ino() == m.ino());
+            if same {
+                return Err(bad(format!(
+                    "it is {}, one of the files being migrated, which the report would replace; \
+                     name a file that is not a source",
+                    display_path(rel)
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MigrateError + '_ {
@@ -203,6 +289,9 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
     };
     // Walk first (sorted, so output order is stable), then migrate the files in parallel.
     let mut files: Vec<(PathBuf, PathBuf, FileKind)> = Vec::new();
+    // Where Triton Inference Server code lies: model repositories and `triton/` directories.
+    let mut model_repos: Vec<PathBuf> = Vec::new();
+    let mut triton_dirs: Vec<PathBuf> = Vec::new();
     let walker = walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -230,8 +319,16 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
             }
             continue;
         }
+        if entry.file_type().is_dir() && name == "triton" {
+            triton_dirs.push(relative(root, entry.path()));
+        }
         if !entry.file_type().is_file() {
             continue;
+        }
+        if name == "config.pbtxt" {
+            if let Some(dir) = relative(root, entry.path()).parent() {
+                model_repos.push(dir.to_path_buf());
+            }
         }
         if is_our_temp(&name) {
             report.leftover_temp.push(relative(root, entry.path()));
@@ -242,7 +339,12 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
             files.push((entry.into_path(), rel, kind));
         }
     }
-    let results = parallel_map(&files, |(path, rel, kind)| migrate_file(path, rel, *kind));
+    let contexts = triton_contexts(&files, &model_repos, &triton_dirs);
+    let jobs: Vec<_> = files.iter().zip(&contexts).collect();
+    let results = parallel_map(&jobs, |((path, rel, kind), ctx)| {
+        migrate_file(path, rel, *kind, ctx)
+    });
+    report.inputs = files.iter().map(|(_, rel, _)| rel.clone()).collect();
     for result in results {
         match result {
             FileResult::Skipped(s) => report.skipped.push(s),
@@ -312,9 +414,74 @@ enum FileResult {
     },
 }
 
+/// What the tree says about each file (see [`Context`]): whether it lies in a Triton model
+/// repository (a directory holding `config.pbtxt`, and everything under it) or in a `triton/`
+/// directory that is a Triton Inference Server deployment (one holding a model repository or a
+/// Python file importing the server's packages, as NVIDIA DeepLearningExamples' `triton/`
+/// does), and whether such a `triton/` directory is what `import triton` finds for it (at the
+/// root, or beside the file).
+fn triton_contexts(
+    files: &[(PathBuf, PathBuf, FileKind)],
+    model_repos: &[PathBuf],
+    triton_dirs: &[PathBuf],
+) -> Vec<Context> {
+    let server_dirs: Vec<(&PathBuf, String)> = triton_dirs
+        .iter()
+        .filter_map(|dir| {
+            if let Some(repo) = model_repos.iter().find(|r| r.starts_with(dir)) {
+                return Some((
+                    dir,
+                    format!("`{}` holds a model repository", display_path(repo)),
+                ));
+            }
+            files
+                .iter()
+                .filter(|(_, rel, kind)| *kind == FileKind::Python && rel.starts_with(dir))
+                .find_map(|(path, rel, _)| {
+                    let text = String::from_utf8(read_regular(path).ok()?).ok()?;
+                    let (line, why) = crate::rules::triton_server_import(&text)?;
+                    Some((dir, format!("{}:{line} {why}", display_path(rel))))
+                })
+        })
+        .collect();
+    files
+        .iter()
+        .map(|(_, rel, _)| {
+            let parent = rel.parent().unwrap_or(Path::new(""));
+            let triton_server = model_repos
+                .iter()
+                .find(|r| rel.starts_with(r))
+                .map(|r| {
+                    format!(
+                        "in a Triton model repository: `{}`",
+                        display_path(&r.join("config.pbtxt"))
+                    )
+                })
+                .or_else(|| {
+                    server_dirs
+                        .iter()
+                        .find(|(d, _)| rel.starts_with(d))
+                        .map(|(d, why)| {
+                            format!(
+                                "under `{}/`, a Triton Inference Server deployment directory: {why}",
+                                display_path(d)
+                            )
+                        })
+                });
+            let local_triton = server_dirs
+                .iter()
+                .any(|(d, _)| d.as_path() == Path::new("triton") || *d == &parent.join("triton"));
+            Context {
+                triton_server,
+                local_triton,
+            }
+        })
+        .collect()
+}
+
 /// Reads and migrates one file, rendering its diff (the expensive part, so it runs here, in
 /// parallel, rather than when printing).
-fn migrate_file(path: &Path, rel: &Path, kind: FileKind) -> FileResult {
+fn migrate_file(path: &Path, rel: &Path, kind: FileKind, ctx: &Context) -> FileResult {
     let skipped = |reason: String| {
         FileResult::Skipped(Skipped {
             path: rel.to_path_buf(),
@@ -337,7 +504,7 @@ fn migrate_file(path: &Path, rel: &Path, kind: FileKind) -> FileResult {
             ))
         }
     };
-    let mut outcome = migrate_text(&text, kind);
+    let mut outcome = migrate_text_in(&text, kind, ctx);
     outcome.notes.sort_by_key(|n| n.line);
     let change = if outcome.text != text {
         let old: Vec<&str> = text.split_inclusive('\n').collect();
@@ -412,6 +579,22 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
 pub fn write(report: &Report) -> Result<Written, MigrateError> {
     let root = std::fs::canonicalize(&report.root).map_err(io(&report.root))?;
     let record_path = report.root.join(crate::record::RECORD_FILE);
+    if let Some(what) = std::fs::symlink_metadata(&record_path).ok().and_then(|m| {
+        if m.is_dir() {
+            Some("a directory")
+        } else {
+            not_regular(m.file_type())
+        }
+    }) {
+        return Err(MigrateError::BadOutput {
+            path: record_path,
+            what: "record",
+            why: format!(
+                "it is {what}, not a regular file; move it away (the migration keeps its record \
+                 there) and run again"
+            ),
+        });
+    }
     if !crate::record::ours_or_absent(&record_path) {
         return Err(MigrateError::RecordNotOurs { path: record_path });
     }

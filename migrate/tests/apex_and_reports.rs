@@ -79,7 +79,10 @@ def train(args, model, optimizer, batches):
 fn bert_shape_apex_is_left_untouched_and_every_amp_line_reported() {
     let out = py(BERT);
     let want = BERT
-        .replace("import torch\n", "import torch\nimport torch_sdaa\n")
+        .replace(
+            "import torch\n",
+            "import torch\nimport torch_sdaa  # noqa: F401\n",
+        )
         .replace(".cuda()", ".sdaa()");
     assert_eq!(out.text, want);
     assert!(!out.rewrites.contains_key("apex-amp"));
@@ -170,7 +173,10 @@ class NativeScaler:
 fn timm_shape_import_fallback_is_kept_and_reported() {
     let out = py(TIMM);
     let want = TIMM
-        .replace("import torch\n", "import torch\nimport torch_sdaa\n")
+        .replace(
+            "import torch\n",
+            "import torch\nimport torch_sdaa  # noqa: F401\n",
+        )
         .replace("torch.cuda.amp", "torch.sdaa.amp");
     assert_eq!(out.text, want);
     assert!(out
@@ -222,7 +228,7 @@ fn converted_apex_binds_torch_and_ends_lines_properly() {
     let out = py(src);
     assert_eq!(
         out.text,
-        "from torch import nn\nimport torch_sdaa\nimport torch\n\n\ndef step(model, opt, loss):\n    scaler = torch.sdaa.amp.GradScaler()\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()"
+        "from torch import nn\nimport torch_sdaa  # noqa: F401\nimport torch\n\n\ndef step(model, opt, loss):\n    scaler = torch.sdaa.amp.GradScaler()\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()"
     );
     assert_eq!(out.rewrites["apex-amp"], 4);
     assert_compiles(&out.text);
@@ -235,7 +241,7 @@ fn import_torch_sdaa_never_goes_into_a_docstring() {
     let out = py(src);
     assert_eq!(
         out.text,
-        "\"\"\"Train.\n\nExample:\n    import torch\n    model.cuda()\n\"\"\"\nimport os\nimport torch\nimport torch_sdaa\nx = torch.zeros(1).sdaa()\n"
+        "\"\"\"Train.\n\nExample:\n    import torch\n    model.cuda()\n\"\"\"\nimport os\nimport torch\nimport torch_sdaa  # noqa: F401\nx = torch.zeros(1).sdaa()\n"
     );
     assert_compiles(&out.text);
 }
@@ -261,7 +267,7 @@ fn is_cuda_and_backend_nccl_are_rewritten_in_code() {
     let out = py(src);
     assert_eq!(
         out.text,
-        "import torch\nimport torch_sdaa\nimport torch.distributed as dist\nif x.is_sdaa and dist.get_backend() == 'tccl':\n    print(\"uses dist.Backend.NCCL\")\n"
+        "import torch\nimport torch_sdaa  # noqa: F401\nimport torch.distributed as dist\nif x.is_sdaa and dist.get_backend() == 'tccl':\n    print(\"uses dist.Backend.NCCL\")\n"
     );
     assert_eq!(out.rewrites["is-cuda"], 1);
     assert_eq!(out.rewrites["ddp-backend"], 1);

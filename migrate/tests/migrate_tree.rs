@@ -317,6 +317,27 @@ fn someone_elses_migration_md_is_not_overwritten() {
     );
 }
 
+/// The record is an output path too: a FIFO (or a directory) named MIGRATION.md stops the
+/// write before anything is written, saying what it is (issue #38 A1).
+#[test]
+fn a_migration_md_that_is_not_a_regular_file_stops_the_write() {
+    let (_tmp, dir) = model_copy();
+    mkfifo(&dir.join("MIGRATION.md"));
+    let before = std::fs::read_to_string(dir.join("train.py")).unwrap();
+    let report = migrate::scan(&dir).unwrap();
+    let err = within_a_minute("write", move || {
+        migrate::write(&report).unwrap_err().to_string()
+    });
+    assert!(
+        err.contains("MIGRATION.md: cannot write the record there: it is a FIFO (named pipe)"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("train.py")).unwrap(),
+        before
+    );
+}
+
 #[test]
 fn leftover_temp_files_of_a_killed_run_are_removed_by_the_next_write() {
     let (_tmp, dir) = model_copy();

@@ -41,7 +41,10 @@ fn comments_docstrings_and_string_text_are_left_alone() {
     let out = py(PROSE);
     // Only code changes: the f-string's expression, and the import the device use needs.
     let want = PROSE
-        .replace("import torch\n", "import torch\nimport torch_sdaa\n")
+        .replace(
+            "import torch\n",
+            "import torch\nimport torch_sdaa  # noqa: F401\n",
+        )
         .replace(
             "{torch.cuda.current_device()}",
             "{torch.sdaa.current_device()}",
@@ -74,7 +77,7 @@ mem = os.popen("/usr/bin/nvidia-smi --query-gpu=memory.used --format=csv").read(
         r#"import os
 import subprocess
 import torch
-import torch_sdaa
+import torch_sdaa  # noqa: F401
 device = torch.device("sdaa:0" if args.gpu else "cpu")
 name = f"sdaa:{rank}"
 dist.init_process_group(backend="tccl")
@@ -117,7 +120,7 @@ fn multi_line_strings_and_docstrings_in_functions_stay_prose() {
     // The usage text is data (a command setting the variable): rewritten, on its own line.
     assert_eq!(
         out.text,
-        "import torch\nimport torch_sdaa\n\n\ndef f(x):\n    '''Move x with x.cuda(); NCCL_DEBUG helps.'''\n    usage = \"\"\"\n    SDAA_VISIBLE_DEVICES=0 python f.py\n    \"\"\"\n    return x.sdaa()  # was x.cuda()\n"
+        "import torch\nimport torch_sdaa  # noqa: F401\n\n\ndef f(x):\n    '''Move x with x.cuda(); NCCL_DEBUG helps.'''\n    usage = \"\"\"\n    SDAA_VISIBLE_DEVICES=0 python f.py\n    \"\"\"\n    return x.sdaa()  # was x.cuda()\n"
     );
     assert_eq!(out.rewrites["cuda-method"], 1);
     assert!(out.notes.is_empty(), "{:?}", out.notes);

@@ -12,7 +12,7 @@ fn import_goes_after_a_parenthesised_multiline_import() {
     let src = "from torch import (\n    nn,\n    optim,\n)\nx = y.cuda()\n";
     assert_eq!(
         py(src),
-        "from torch import (\n    nn,\n    optim,\n)\nimport torch_sdaa\nx = y.sdaa()\n"
+        "from torch import (\n    nn,\n    optim,\n)\nimport torch_sdaa  # noqa: F401\nx = y.sdaa()\n"
     );
 }
 
@@ -22,7 +22,7 @@ fn import_keeps_indentation_and_backslash_continuations() {
         "try:\n    import torch, \\\n        numpy\nexcept ImportError:\n    pass\nd = 'cuda'\n";
     assert_eq!(
         py(src),
-        "try:\n    import torch, \\\n        numpy\n    import torch_sdaa\nexcept ImportError:\n    pass\nd = 'sdaa'\n"
+        "try:\n    import torch, \\\n        numpy\n    import torch_sdaa  # noqa: F401\nexcept ImportError:\n    pass\nd = 'sdaa'\n"
     );
 }
 
@@ -31,7 +31,7 @@ fn crlf_line_endings_are_kept() {
     let src = "import torch\r\nx = t.cuda()\r\n";
     assert_eq!(
         py(src),
-        "import torch\r\nimport torch_sdaa\r\nx = t.sdaa()\r\n"
+        "import torch\r\nimport torch_sdaa  # noqa: F401\r\nx = t.sdaa()\r\n"
     );
 }
 
@@ -58,11 +58,11 @@ fn module_without_torch_import_is_reported_not_guessed() {
 fn string_device_forms() {
     assert_eq!(
         py("import torch\na = torch.device(\"cuda\", 1)\nb = f'cuda:{rank}'\nc = 'cuda:0'\n"),
-        "import torch\nimport torch_sdaa\na = torch.device(\"sdaa\", 1)\nb = f'sdaa:{rank}'\nc = 'sdaa:0'\n"
+        "import torch\nimport torch_sdaa  # noqa: F401\na = torch.device(\"sdaa\", 1)\nb = f'sdaa:{rank}'\nc = 'sdaa:0'\n"
     );
     assert_eq!(
         py("import torch\ndist.init_process_group(\"nccl\")\nb = 'gloo' if cpu else 'nccl'\n"),
-        "import torch\nimport torch_sdaa\ndist.init_process_group(\"tccl\")\nb = 'gloo' if cpu else 'tccl'\n"
+        "import torch\nimport torch_sdaa  # noqa: F401\ndist.init_process_group(\"tccl\")\nb = 'gloo' if cpu else 'tccl'\n"
     );
 }
 

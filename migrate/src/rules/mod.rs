@@ -12,6 +12,9 @@
 
 mod python;
 
+pub(crate) use python::triton_server_import;
+pub use python::SDAA_IMPORT;
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
@@ -43,7 +46,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "import-torch-sdaa",
         action: Action::Rewrite,
-        description: "add `import torch_sdaa` after the first `import torch` of a module that uses the device (incl. `torch.accelerator`, which reports sdaa once torch_sdaa is imported)",
+        description: "add `import torch_sdaa  # noqa: F401` after the first statement importing torch (`import torch`, `import os, torch`, `from torch import nn`) of a module that uses the device (incl. `torch.accelerator`, which reports sdaa once torch_sdaa is imported)",
     },
     Rule {
         id: "cuda-method",
@@ -114,6 +117,21 @@ pub const RULES: &[Rule] = &[
         id: "triton",
         action: Action::Report,
         description: "triton kernels (GPU-only compiler) need a port by hand",
+    },
+    Rule {
+        id: "triton-server",
+        action: Action::Report,
+        description: "Triton Inference Server code (`tritonclient`, `tritonserver`, `triton_python_backend_utils`/`pb_utils`, a model repository's `config.pbtxt`, a `triton/` deployment directory) is NVIDIA's serving stack, not OpenAI Triton: the file is left as is and reported once",
+    },
+    Rule {
+        id: "cuda-only-guard",
+        action: Action::Report,
+        description: "a `torch.cuda.is_available()` / `device_count()` guard of a CUDA-only library (apex, amp_C, cupy, triton, DALI, NVML, cuDNN settings) stays CUDA: the statement and the block it guards are kept, so on SDAA the CUDA-only path is skipped (an assert fails)",
+    },
+    Rule {
+        id: "data-parallel",
+        action: Action::Report,
+        description: "`nn.DataParallel` / `data_parallel` (single-process multi-device) is kept and reported: on SDAA use DistributedDataParallel with tccl (torchrun)",
     },
     Rule {
         id: "torch-backends-cuda",
@@ -201,6 +219,9 @@ const TORCH_CUDA_UNSUPPORTED: &[&str] = &[
     "_sleep",
     "comm",
     "tunable",
+    // NCCL's own bindings (`import torch.cuda.nccl as nccl`; `nccl.version()`): TCCL is reached
+    // through torch.distributed, not a torch.sdaa module.
+    "nccl",
 ];
 
 /// `torch.accelerator` calls that fail on sdaa, and the `torch.sdaa` call to use instead (`None`:
@@ -232,6 +253,10 @@ const ACCELERATOR_UNSUPPORTED: &[(&str, Option<&str>)] = &[
     ("get_memory_info", Some("torch.sdaa.mem_get_info()")),
     ("get_device_capability", None),
 ];
+
+/// The `data-parallel` finding. DataParallel drives every device from one process
+/// (replicating the module per step); torch_sdaa's multi-device path is DDP over TCCL.
+const DATA_PARALLEL: &str = "DataParallel is single-process multi-device; on SDAA use DistributedDataParallel with tccl (torchrun, one process per device); kept as is — the SDAA emulator runs DataParallel over its emulated devices, replicas in threads (docs/torch_sdaa.md)";
 
 const FOREACH: &str = "torch's foreach ops (`torch._foreach_*`, `torch.nn.utils.clip_grad_norm_(..., foreach=True)`) and optimizers (`torch.optim.AdamW(..., foreach=True)`), and `torch.sdaa.amp.GradScaler` for loss scaling";
 const TORCH_OPTIM: &str =
@@ -326,7 +351,13 @@ struct Patterns {
     backends_cuda: Regex,
     cpp_ext: Regex,
     cupy: Regex,
-    triton: Regex,
+    triton_decorator: Regex,
+    data_parallel: Regex,
+    guard_call: Regex,
+    cuda_only_lib: Regex,
+    device_work: Regex,
+    cuda_setting: Regex,
+    pb_utils: Regex,
     nvml: Regex,
     nvidia_smi: Regex,
     dali: Regex,
@@ -340,8 +371,6 @@ struct Patterns {
     accelerator_unsupported: Regex,
     apex_kernel_attr: Regex,
     apex_ddp_kwarg: Regex,
-    torch_import: Regex,
-    module_torch: Regex,
     sdaa_import: Regex,
     uses_device: Regex,
     uses_device_value: Regex,
@@ -362,7 +391,7 @@ fn patterns() -> &'static Patterns {
         Patterns {
             // A superset of what any Python rule looks at: lines without it are passed over.
             prefilter: re(
-                r"cuda|CUDA|nccl|NCCL|apex|amp_C|cupy|triton|cudnn|cpp_extension|nvidia|nvml|accelerator|\.cuh?\b",
+                r"cuda|CUDA|nccl|NCCL|apex|amp_C|cupy|triton|cudnn|cpp_extension|nvidia|nvml|accelerator|DataParallel|data_parallel|\.cuh?\b",
             ),
             shell_prefilter: re(r"CUDA_VISIBLE_DEVICES|--device|NCCL_|nvidia-smi"),
             cuda_method: re(r"\.cuda\("),
@@ -376,7 +405,22 @@ fn patterns() -> &'static Patterns {
             // Code that builds sources: a `.cu` string on its line is compiled for CUDA.
             cpp_ext_build: re(r"\bcpp_extension\b|\bload(?:_inline)?\s*\(|\bsources\s*="),
             cupy: re(r"^\s*(?:import|from)\s+cupy\b|\bcupy\.\w"),
-            triton: re(r"^\s*(?:import|from)\s+triton\b|@triton\.(?:jit|autotune)"),
+            triton_decorator: re(r"@\s*triton\.(?:jit|autotune|heuristics)\b"),
+            data_parallel: re(r"\bDataParallel\s*\(|\bdata_parallel\s*\("),
+            guard_call: re(r"\btorch\.cuda\.(is_available|device_count)\b"),
+            // A CUDA-only library named in a guard (its condition, message or block): a word
+            // of its own, `_` counting as a separator (`has_apex`, `HAS_CUPY`, `amp_C`).
+            cuda_only_lib: re(
+                r"(?i)(?:^|[^a-z0-9])(apex|amp_c|apex_c|cupy|triton|dali|pynvml|nvml|cudnn)(?:$|[^a-z0-9])",
+            ),
+            // What moves work to the device: a guard doing this is device selection, never kept.
+            device_work: re(
+                r"\.cuda\(|\.to\(|\btorch\.device\(|\bset_device\b|['\x22]cuda(?::[^'\x22\n]*)?['\x22]",
+            ),
+            pb_utils: re(r"\bpb_utils\.\w"),
+            cuda_setting: re(
+                r"^\s*(?:(?:torch\.backends\.)?cudnn\.\w+|torch\.backends\.cuda(?:\.\w+)+)\s*=[^=]|^\s*pass\s*$",
+            ),
             nvml: re(r"^\s*(?:import|from)\s+(?:pynvml|py3nvml|nvidia_smi)\b|\bpynvml\.\w"),
             nvidia_smi: re(r"\bnvidia-smi\b"),
             dali: re(r"\bnvidia\.dali\b"),
@@ -400,8 +444,6 @@ fn patterns() -> &'static Patterns {
             apex_kernel_attr: re(
                 r"\bapex\.(?:multi_tensor_apply|optimizers|normalization|contrib|fused_dense|mlp)\b",
             ),
-            torch_import: re(r"^(\s*)(?:import\s+torch\b|from\s+torch(?:\.\w+)*\s+import\b)"),
-            module_torch: re(r"^import\s+torch(?:\.\w+)*\s*(?:#.*)?$"),
             sdaa_import: re(r"(?m)^[ \t]*(?:import[ \t]+torch_sdaa\b|from[ \t]+torch_sdaa[ \t.])"),
             // In code. `torch.accelerator` picks the device torch_sdaa registers, so a module
             // using it needs the import even when nothing was rewritten.
@@ -450,10 +492,51 @@ impl FileKind {
     }
 }
 
-/// Migrates one file's text.
+/// What the migration knows about a file from the tree around it (filled in by
+/// [`crate::scan`]); the default is a file on its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// Why the file is Triton Inference Server code by where it lies — in a model repository
+    /// (a `config.pbtxt` above it) or a `triton/` deployment directory — or `None`.
+    pub triton_server: Option<String>,
+    /// A project-local `triton` directory (at the root, or beside the file) is what
+    /// `import triton` finds there, so those imports are not OpenAI Triton.
+    pub local_triton: bool,
+}
+
+/// Migrates one file's text, on its own (see [`migrate_text_in`]).
 pub fn migrate_text(text: &str, kind: FileKind) -> FileOutcome {
+    migrate_text_in(text, kind, &Context::default())
+}
+
+/// Migrates one file's text, knowing what the tree around it says ([`Context`]). Triton
+/// Inference Server code — by its imports, or by where it lies — is left exactly as it is and
+/// reported once: it deploys on NVIDIA's server, which has no SDAA backend, and its `"cuda"`
+/// values are that server's settings, not a training device.
+pub fn migrate_text_in(text: &str, kind: FileKind, ctx: &Context) -> FileOutcome {
+    let server = match (&ctx.triton_server, kind) {
+        (Some(why), _) => Some((1, why.clone())),
+        (None, FileKind::Python) => python::triton_server_import(text),
+        (None, _) => None,
+    };
+    if let Some((line, why)) = server {
+        let mut out = FileOutcome {
+            text: text.to_string(),
+            ..FileOutcome::default()
+        };
+        out.note(
+            line,
+            "triton-server",
+            format!(
+                "Triton Inference Server code ({why}): NVIDIA's model server, not OpenAI Triton, \
+                 and it has no SDAA backend; left as is (its \"cuda\" values configure that server) \
+                 — serve the ported model another way, or keep this deployment on CUDA"
+            ),
+        );
+        return out;
+    }
     match kind {
-        FileKind::Python => migrate_python(text),
+        FileKind::Python => migrate_python(text, ctx),
         FileKind::Shell => migrate_shell(text),
         FileKind::CudaSource => report_cuda_source(text),
     }

@@ -12,7 +12,8 @@ use std::ops::Range;
 use regex::{Captures, Regex};
 
 use super::{
-    apex_kernel, patterns, FileOutcome, Note, ACCELERATOR_UNSUPPORTED, TORCH_CUDA_UNSUPPORTED,
+    apex_kernel, patterns, Context, FileOutcome, Note, ACCELERATOR_UNSUPPORTED, DATA_PARALLEL,
+    TORCH_CUDA_UNSUPPORTED,
 };
 use crate::pysrc;
 
@@ -20,7 +21,7 @@ fn join(lines: &[(usize, String)]) -> String {
     lines.iter().map(|(_, l)| l.as_str()).collect()
 }
 
-pub(super) fn migrate_python(text: &str) -> FileOutcome {
+pub(super) fn migrate_python(text: &str, ctx: &Context) -> FileOutcome {
     let p = patterns();
     let mut out = FileOutcome::default();
     if !p.prefilter.is_match(text) {
@@ -45,14 +46,16 @@ pub(super) fn migrate_python(text: &str) -> FileOutcome {
     }
     let joined = join(&lines);
     let after = pysrc::lex_without_names(&joined);
-    let module_torch = lines
-        .iter()
-        .enumerate()
-        .any(|(i, (_, l))| after.statement(i + 1) && p.module_torch.is_match(l.trim_end()));
+    let module_torch = lines.iter().enumerate().any(|(i, (_, l))| {
+        after.statement(i + 1) && l.starts_with("import") && binds_torch(&statement_code(&after, i))
+    });
     let file = FileFacts {
         module_torch,
         apex: p.apex_any.is_match(&after.code),
+        local_triton: ctx.local_triton,
     };
+    // Lines that stay CUDA: guards of CUDA-only libraries and the blocks under them.
+    let kept = cuda_only_guards(&lines, &after, &mut out);
     let mut hits = string_hits(&joined, &after).into_iter().peekable();
     drop(joined);
     for (i, (no, line)) in lines.iter_mut().enumerate() {
@@ -66,6 +69,14 @@ pub(super) fn migrate_python(text: &str) -> FileOutcome {
         }
         let mut code = code.to_string();
         let info = after.lines.get(i).copied().unwrap_or_default();
+        if kept.get(i).copied().unwrap_or(false) {
+            // Its findings still count; its rewrites do not happen.
+            let mut scratch = FileOutcome::default();
+            let mut copy = line.clone();
+            migrate_line(&mut copy, &mut code, *no, info, file, mine, &mut scratch);
+            out.notes.append(&mut scratch.notes);
+            continue;
+        }
         migrate_line(line, &mut code, *no, info, file, mine, &mut out);
     }
     drop(after);
@@ -103,10 +114,294 @@ pub(super) fn migrate_python(text: &str) -> FileOutcome {
 /// What the line rules need to know about the whole file.
 #[derive(Clone, Copy)]
 struct FileFacts {
-    /// A module-level `import torch` binds `torch`.
+    /// A module-level `import torch` (or `import os, torch`) binds `torch`.
     module_torch: bool,
     /// The code uses apex somewhere.
     apex: bool,
+    /// `import triton` finds a project-local `triton` directory, not OpenAI Triton.
+    local_triton: bool,
+}
+
+/// The code view of the statement starting on 0-based line `idx`: that line and its
+/// continuation lines, joined by spaces (`\` continuations dropped).
+fn statement_code(lexed: &pysrc::Lexed, idx: usize) -> String {
+    let mut code = lexed.code_line(idx).trim_end().to_string();
+    let mut next = idx + 1;
+    while lexed.lines.get(next).is_some_and(|l| l.continued) {
+        if let Some(stripped) = code.strip_suffix('\\') {
+            code.truncate(stripped.len());
+        }
+        code.push(' ');
+        code.push_str(lexed.code_line(next).trim());
+        next += 1;
+    }
+    code
+}
+
+/// Whether a statement (its code view) imports torch or a torch submodule in any spelling:
+/// `import torch`, `import torch as th`, `import argparse, torch, torch.nn as nn`,
+/// `from torch import nn`, `import os; import torch`.
+fn imports_torch(code: &str) -> bool {
+    code.split(';').any(|part| {
+        imported_modules(part)
+            .iter()
+            .any(|m| m == "torch" || m.starts_with("torch."))
+    })
+}
+
+/// Whether a statement (its code view) binds the name `torch`: `import torch`,
+/// `import torch.nn`, `import os, torch` — not `import torch as th`, not `from torch import nn`.
+fn binds_torch(code: &str) -> bool {
+    code.split(';').any(|part| {
+        let Some(rest) = part.trim().strip_prefix("import ") else {
+            return false;
+        };
+        rest.split(',').any(|item| {
+            let words: Vec<&str> = item
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| c == '(' || c == ')'))
+                .filter(|w| !w.is_empty())
+                .collect();
+            words
+                .first()
+                .is_some_and(|m| *m == "torch" || m.starts_with("torch."))
+                && words.get(1) != Some(&"as")
+        })
+    })
+}
+
+/// Top-level modules of Triton Inference Server and NVIDIA's tools around it: its clients
+/// (`tritonclient`, and the old `tritongrpcclient`/`tritonhttpclient`/`tritonclientutils`),
+/// the in-process server (`tritonserver`), the Python backend's `triton_python_backend_utils`,
+/// PyTriton and the Triton Model Navigator.
+const TRITON_SERVER_MODULES: &[&str] = &[
+    "tritonclient",
+    "tritonserver",
+    "triton_python_backend_utils",
+    "tritongrpcclient",
+    "tritonhttpclient",
+    "tritonclientutils",
+    "tritonshmutils",
+    "pytriton",
+    "model_navigator",
+];
+
+/// OpenAI Triton's submodules and top-level names (`triton.language`, `triton.jit`, …): an
+/// import of `triton.<anything else>` is some other `triton` package (NVIDIA's deployment
+/// scripts keep theirs in a `triton/` directory).
+const OPENAI_TRITON: &[&str] = &[
+    "language",
+    "runtime",
+    "compiler",
+    "testing",
+    "ops",
+    "backends",
+    "tools",
+    "jit",
+    "autotune",
+    "heuristics",
+    "Config",
+    "cdiv",
+    "next_power_of_2",
+    "profiler",
+    "experimental",
+    "knobs",
+    "errors",
+    "_C",
+];
+
+/// Where a Python file shows itself to be Triton Inference Server code, by an import of one of
+/// [`TRITON_SERVER_MODULES`] or its Python backend's `pb_utils`: `(1-based line, why)`.
+pub(crate) fn triton_server_import(text: &str) -> Option<(usize, String)> {
+    if !(text.contains("triton") || text.contains("pb_utils") || text.contains("model_navigator")) {
+        return None;
+    }
+    let lexed = pysrc::lex_without_names(text);
+    for idx in 0..lexed.lines.len() {
+        let code = lexed.code_line(idx);
+        if lexed.statement(idx + 1) {
+            for part in code.split(';') {
+                let t = part.trim_start();
+                if !(t.starts_with("import ") || t.starts_with("from ")) {
+                    continue;
+                }
+                for m in imported_modules(part) {
+                    let top = m.split('.').next().unwrap_or("");
+                    if TRITON_SERVER_MODULES.contains(&top) {
+                        return Some((idx + 1, format!("imports `{m}`")));
+                    }
+                }
+            }
+        }
+        if code.contains("pb_utils.") && patterns().pb_utils.is_match(code) {
+            return Some((
+                idx + 1,
+                "uses `pb_utils`, the Python backend's triton_python_backend_utils".into(),
+            ));
+        }
+    }
+    None
+}
+
+/// Whether this line (its code view) uses OpenAI Triton: a `@triton.jit` / `autotune` /
+/// `heuristics` kernel, or an import of `triton` or one of its own submodules — unless a
+/// project-local `triton` directory is what that import finds.
+fn openai_triton(code: &str, statement: bool, local_triton: bool) -> bool {
+    if patterns().triton_decorator.is_match(code) {
+        return true;
+    }
+    if !statement || local_triton || !code.contains("triton") {
+        return false;
+    }
+    code.split(';').any(|part| {
+        let t = part.trim_start();
+        if !(t.starts_with("import ") || t.starts_with("from ")) {
+            return false;
+        }
+        let from_triton = t
+            .strip_prefix("from ")
+            .is_some_and(|r| r.split_whitespace().next() == Some("triton"));
+        imported_modules(part)
+            .iter()
+            .any(|m| match m.split_once('.') {
+                None => m == "triton",
+                Some(("triton", rest)) => {
+                    from_triton || OPENAI_TRITON.contains(&rest.split('.').next().unwrap_or(""))
+                }
+                Some(_) => false,
+            })
+    })
+}
+
+/// The CUDA-only library a guard names, as people know it, from the word the pattern found.
+fn library_name(word: &str) -> &'static str {
+    match word.to_ascii_lowercase().as_str() {
+        "apex" => "apex",
+        "amp_c" | "apex_c" => "apex's compiled kernels (amp_C)",
+        "cupy" => "CuPy",
+        "triton" => "Triton",
+        "dali" => "NVIDIA DALI",
+        "pynvml" | "nvml" => "NVML",
+        _ => "cuDNN",
+    }
+}
+
+/// The guards that stay CUDA (the `cuda-only-guard` rule): a statement calling
+/// `torch.cuda.is_available()` or `torch.cuda.device_count()` is kept as written, with the block
+/// it guards, when
+///
+/// - the statement itself (its condition, an assert's message, a flag such as `has_apex`) names
+///   a CUDA-only library — apex, amp_C, CuPy, Triton, DALI, NVML, cuDNN —, or
+/// - it opens a block (`if`/`elif`/`while`) that names one of those libraries in code (an
+///   import, a call, a flag; cuDNN excepted), or whose every statement is a cuDNN /
+///   `torch.backends.cuda` setting,
+///
+/// and neither the statement nor the block moves anything to the device (`.cuda(`, `.to(`,
+/// `torch.device(`, `set_device`, a `"cuda"` string): that is device selection, which the port
+/// needs. On SDAA `torch.cuda.is_available()` is false, so a kept guard skips the CUDA-only
+/// path (an assert fails with its own message) instead of running it on a device it cannot use.
+/// Returns, per line of `lines`, whether it is kept; each kept guard is a finding.
+fn cuda_only_guards(
+    lines: &[(usize, String)],
+    lexed: &pysrc::Lexed,
+    out: &mut FileOutcome,
+) -> Vec<bool> {
+    let p = patterns();
+    let mut kept = vec![false; lines.len()];
+    if !p.guard_call.is_match(&lexed.code) {
+        return kept;
+    }
+    let n = lexed.lines.len().min(lines.len());
+    let raw = |a: usize, b: usize| -> String {
+        // The statement as written minus comments: strings count here (an assert's message).
+        (a..b)
+            .map(|k| strip_comment(lines[k].1.as_str()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut idx = 0;
+    while idx < n {
+        if !lexed.statement(idx + 1) {
+            idx += 1;
+            continue;
+        }
+        let mut end = idx + 1;
+        while end < n && lexed.lines[end].continued {
+            end += 1;
+        }
+        let code = statement_code(lexed, idx);
+        let Some(call) = p.guard_call.captures(&code).map(|c| c[1].to_string()) else {
+            idx = end;
+            continue;
+        };
+        let head = code.trim_start();
+        let word = head
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("");
+        let compound = matches!(word, "if" | "elif" | "while") && head.trim_end().ends_with(':');
+        // The block under a compound header: every line up to the next statement indented no
+        // deeper than the header.
+        let indent = lexed.lines[idx].indent;
+        let mut body_end = end;
+        if compound {
+            while body_end < n
+                && (!lexed.statement(body_end + 1) || lexed.lines[body_end].indent > indent)
+            {
+                body_end += 1;
+            }
+            // Trailing blank lines belong to what follows.
+            while body_end > end && lexed.lines[body_end - 1].blank {
+                body_end -= 1;
+            }
+        }
+        let stmt_text = raw(idx, end);
+        let body_code: String = (end..body_end).map(|k| lexed.code_line(k)).collect();
+        let device_work =
+            p.device_work.is_match(&stmt_text) || p.device_work.is_match(&raw(end, body_end));
+        let named = p
+            .cuda_only_lib
+            .captures(&stmt_text)
+            .map(|c| library_name(&c[1]))
+            .or_else(|| {
+                p.cuda_only_lib
+                    .captures_iter(&body_code)
+                    .map(|c| library_name(&c[1]))
+                    .find(|lib| *lib != "cuDNN")
+            })
+            .or_else(|| {
+                let settings = (end..body_end).filter(|&k| lexed.statement(k + 1));
+                let mut any = false;
+                let all = settings.into_iter().all(|k| {
+                    any = true;
+                    p.cuda_setting.is_match(lexed.code_line(k).trim_end())
+                });
+                (compound && any && all).then_some("cuDNN / torch.backends.cuda settings")
+            });
+        let Some(lib) = named.filter(|_| !device_work) else {
+            idx = end;
+            continue;
+        };
+        for k in kept.iter_mut().take(body_end).skip(idx) {
+            *k = true;
+        }
+        let what = match word {
+            "assert" => "this assert fails on SDAA, with its own message".to_string(),
+            _ if compound => {
+                "on SDAA it is false, so the block under it is skipped there".to_string()
+            }
+            _ => "on SDAA it is false".to_string(),
+        };
+        out.note(
+            lines[idx].0,
+            "cuda-only-guard",
+            format!(
+                "`torch.cuda.{call}()` kept as CUDA (not torch.sdaa): it guards {lib}, which is CUDA-only with no SDAA build; {what} — port that path by hand if SDAA needs it"
+            ),
+        );
+        idx = end;
+    }
+    kept
 }
 
 /// What a string literal's value asks of its line.
@@ -305,8 +600,11 @@ fn migrate_line(
     if p.cupy.is_match(code) {
         out.note(no, "cupy", format!("cupy: {shown}"));
     }
-    if p.triton.is_match(code) {
+    if openai_triton(code, info.statement(), file.local_triton) {
         out.note(no, "triton", format!("triton: {shown}"));
+    }
+    if p.data_parallel.is_match(code) && !info.def_header {
+        out.note(no, "data-parallel", DATA_PARALLEL);
     }
     if p.nvml.is_match(code) {
         out.note(
@@ -375,7 +673,7 @@ fn migrate_line(
         out.note(
             no,
             "apex-kernels",
-            format!("`{module}` is apex's compiled CUDA code, which has no SDAA build; use {instead} instead: {shown}"),
+            format!("`{module}` is apex's compiled CUDA code, which has no SDAA build; use instead: {instead} (`{shown}`)"),
         );
     }
 
@@ -532,9 +830,9 @@ fn convert_apex_amp(
                 .into(),
         );
     }
-    let imports_torch = lines
-        .iter()
-        .any(|(no, l)| stmt(*no) && p.module_torch.is_match(l.trim_end()));
+    let imports_torch = lines.iter().any(|(no, l)| {
+        stmt(*no) && l.starts_with("import") && binds_torch(&statement_code(lexed, no - 1))
+    });
 
     let mut done = AmpConversion {
         lines: Vec::with_capacity(lines.len() + 2),
@@ -718,17 +1016,20 @@ fn convert_apex_amp(
     Ok(done)
 }
 
-/// Inserts `import torch_sdaa` after the first torch import statement (after its closing
-/// parenthesis or last continuation line), at that statement's indentation; `false` when the
-/// module has none. An `import torch` inside a docstring or a string is not a statement and is
-/// passed over.
+/// The line added to a module that uses the device. `import torch_sdaa` registers the sdaa
+/// device and is never referred to by name, so pyflakes would call it unused (F401).
+pub const SDAA_IMPORT: &str = "import torch_sdaa  # noqa: F401";
+
+/// Inserts [`SDAA_IMPORT`] after the first statement importing torch in any spelling (see
+/// [`imports_torch`]; after its closing parenthesis or last continuation line), at that
+/// statement's indentation; `false` when the module has none. An `import torch` inside a
+/// docstring or a string is not a statement and is passed over.
 fn insert_sdaa_import(lines: &mut Vec<(usize, String)>, lexed: &pysrc::Lexed) -> bool {
-    let p = patterns();
-    let Some(start) = lines
-        .iter()
-        .enumerate()
-        .position(|(i, (_, l))| lexed.statement(i + 1) && p.torch_import.is_match(l))
-    else {
+    let Some(start) = (0..lines.len().min(lexed.lines.len())).find(|&i| {
+        lexed.statement(i + 1)
+            && lexed.code_line(i).contains("import")
+            && imports_torch(&statement_code(lexed, i))
+    }) else {
         return false;
     };
     let indent = leading_ws(&lines[start].1).to_string();
@@ -744,7 +1045,7 @@ fn insert_sdaa_import(lines: &mut Vec<(usize, String)>, lexed: &pysrc::Lexed) ->
         }
         eol => eol,
     };
-    lines.insert(end + 1, (0, format!("{indent}import torch_sdaa{eol}")));
+    lines.insert(end + 1, (0, format!("{indent}{SDAA_IMPORT}{eol}")));
     true
 }
 

@@ -199,11 +199,85 @@ fn write_stopped_part_way_says_how_far_it_got_and_a_rerun_completes() {
     for f in ["a.py", "b_big.py", "c.py"] {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(
-            text.starts_with("import torch\nimport torch_sdaa\nx = torch.zeros(1).sdaa()\n"),
+            text.starts_with(&format!(
+                "import torch\n{}\nx = torch.zeros(1).sdaa()\n",
+                migrate::SDAA_IMPORT
+            )),
             "{f}"
         );
     }
     // The record lists the file written by the first run too.
     let record = std::fs::read_to_string(dir.join("MIGRATION.md")).unwrap();
     assert!(record.contains("## Files written (3)"), "{record}");
+}
+
+/// `--report` names a path the tool writes, so it is checked before anything is read or
+/// written (issue #38 A1): a directory, a FIFO, a device, a symbolic link, one of the sources
+/// being migrated (also through a hard link), `<DIR>/MIGRATION.md` or a path in a directory
+/// that does not exist stops the run with exit 2 naming it, and the `--write` writes nothing.
+#[test]
+fn report_path_must_be_a_regular_file_that_is_not_an_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("model");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = "import torch\nx = torch.zeros(1).cuda()\n";
+    std::fs::write(dir.join("a.py"), src).unwrap();
+    let fifo = tmp.path().join("report.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let link = tmp.path().join("link.md");
+    std::os::unix::fs::symlink(tmp.path().join("elsewhere.md"), &link).unwrap();
+    let hard = tmp.path().join("hard.md");
+    std::fs::hard_link(dir.join("a.py"), &hard).unwrap();
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (tmp.path().to_path_buf(), "it is a directory"),
+        (fifo, "it is a FIFO (named pipe), not a regular file"),
+        (PathBuf::from("/dev/null"), "it is a character device"),
+        (link, "it is a symbolic link"),
+        (
+            dir.join("a.py"),
+            "it is a.py, one of the files being migrated",
+        ),
+        (hard, "it is a.py, one of the files being migrated"),
+        (dir.join("MIGRATION.md"), "it is the migration's own record"),
+        (
+            tmp.path().join("no/such/dir/report.md"),
+            "does not exist; create it",
+        ),
+    ];
+    for (report, why) in cases {
+        let (code, stdout, stderr) = modelzoo(&[
+            "migrate",
+            dir.to_str().unwrap(),
+            "--write",
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{}: {stderr}", report.display());
+        assert!(
+            stderr.contains(&format!(
+                "error: {}: cannot write the report there: ",
+                report.display()
+            )) && stderr.contains(why),
+            "{}: {stderr}",
+            report.display()
+        );
+        assert!(stdout.is_empty(), "{stdout}");
+        assert_eq!(std::fs::read_to_string(dir.join("a.py")).unwrap(), src);
+        assert!(!dir.join("MIGRATION.md").exists());
+    }
+    // A regular file is replaced (atomically), and an absent one created.
+    let old = tmp.path().join("old.md");
+    std::fs::write(&old, "stale").unwrap();
+    for report in [old, tmp.path().join("new.json")] {
+        let (code, _, stderr) = modelzoo(&[
+            "migrate",
+            dir.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        let text = std::fs::read_to_string(&report).unwrap();
+        assert!(text.contains("a.py"), "{text}");
+    }
 }

@@ -4,7 +4,7 @@ import os
 import time
 
 import torch
-import torch_sdaa
+import torch_sdaa  # noqa: F401
 import torch.backends.cudnn as cudnn
 import torch.distributed as dist
 import torch.nn as nn

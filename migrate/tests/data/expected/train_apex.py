@@ -1,6 +1,6 @@
 # Older NVIDIA-style training loop with apex amp and apex DDP.
 import torch
-import torch_sdaa
+import torch_sdaa  # noqa: F401
 from torch.nn.parallel import DistributedDataParallel as ApexDDP
 
 

@@ -19,7 +19,8 @@ pub struct Args {
     /// <DIR>/MIGRATION.md; without it nothing is written.
     #[arg(long)]
     write: bool,
-    /// Also write the report to FILE: JSON when FILE ends in `.json`, Markdown otherwise.
+    /// Also write the report to FILE (atomically): JSON when FILE ends in `.json`, Markdown
+    /// otherwise. FILE must be a regular file or absent, and not one of the files migrated.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Print the rule table (id, rewrite/report, what it does) and exit.
@@ -33,7 +34,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let dir = args.dir.context("give the model directory to migrate")?;
+    // Output paths are checked before anything is read or written.
+    if let Some(path) = &args.report {
+        migrate::check_output_path(path, None)?;
+    }
     let mut report = migrate::scan(&dir)?;
+    if let Some(path) = &args.report {
+        migrate::check_output_path(path, Some(&report))?;
+    }
     if args.write {
         let written = migrate::write(&report)?;
         if written.removed_temp > 0 {
