@@ -115,14 +115,19 @@ static sdaaError_t total_bytes(size_t* out) {
   return rc;
 }
 
-/* A device index of this process, or the error: any setting not valid (so that selecting a
- * device, the first thing a user of the runtime does, reports them all), then an invalid
- * device. */
+/* Every setting checked (so that the first runtime call a user makes reports any that is not
+ * valid), and the number of devices this process sees. */
+static sdaaError_t checked_device_count(int* n) {
+  size_t bytes = 0;
+  sdaaError_t rc = device_count(n);
+  if (rc == sdaaSuccess) rc = total_bytes(&bytes);
+  return rc;
+}
+
+/* A device index of this process, or the error: a setting not valid, then an invalid device. */
 static sdaaError_t check_device(int device) {
   int n = 0;
-  size_t bytes = 0;
-  sdaaError_t rc = device_count(&n);
-  if (rc == sdaaSuccess) rc = total_bytes(&bytes);
+  sdaaError_t rc = checked_device_count(&n);
   if (rc != sdaaSuccess) return rc;
   return device < 0 || device >= n ? sdaaErrorInvalidDevice : sdaaSuccess;
 }
@@ -131,17 +136,13 @@ static sdaaError_t check_device(int device) {
  * they are valid. torch_sdaa checks it on import. */
 EXPORT const char* sdaaEmuConfigError(void) {
   int n = 0;
-  size_t bytes = 0;
-  if (device_count(&n) != sdaaSuccess || total_bytes(&bytes) != sdaaSuccess) {
-    return config_message;
-  }
-  return NULL;
+  return checked_device_count(&n) == sdaaSuccess ? NULL : config_message;
 }
 
 EXPORT sdaaError_t sdaaGetDeviceCount(int* count) {
   if (count == NULL) return sdaaErrorInvalidValue;
   *count = 0;
-  return device_count(count);
+  return checked_device_count(count);
 }
 
 EXPORT sdaaError_t sdaaSetDevice(int device) {

@@ -66,4 +66,20 @@ fn bad_settings_name_variable_value_and_what_is_allowed() {
     std::env::set_var("SDAA_VISIBLE_DEVICES", "1,0,5");
     assert_eq!(Device::device_count(device_sdaa::DeviceKind::Sdaa), 2);
     std::env::remove_var("SDAA_VISIBLE_DEVICES");
+
+    // TCCL's timeout: a communicator is refused with the same kind of text.
+    let api = device_sdaa::sdaa::SdaaLibraries::load().unwrap().tccl();
+    let id = device_sdaa::tccl::unique_id(&api).unwrap();
+    std::env::set_var("TCCL_EMULATOR_TIMEOUT_S", "soon");
+    let e = match device_sdaa::tccl::Communicator::init(api, &id, 0, 1) {
+        Ok(_) => panic!("a communicator with TCCL_EMULATOR_TIMEOUT_S=soon"),
+        Err(e) => e.to_string(),
+    };
+    std::env::remove_var("TCCL_EMULATOR_TIMEOUT_S");
+    assert!(
+        e.contains("TCCL_EMULATOR_TIMEOUT_S='soon' is not valid")
+            && e.contains("a number of seconds > 0"),
+        "{e}"
+    );
+    assert!(device_sdaa::tccl::Communicator::init(api, &id, 0, 1).is_ok());
 }

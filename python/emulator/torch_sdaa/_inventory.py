@@ -108,9 +108,9 @@ def coverage_text(inv):
     (a line of the emulator's, only when there are any) those that failed; the rate counts
     neither of the last two as covered."""
     cov = inv["coverage"]
-    failed = (
-        f"failed op: {cov['failed_op']!r}, total: {len(cov['failed_op'])}\n" if cov["failed_op"] else ""
-    )
+    failed = ""
+    if cov["failed_op"]:
+        failed = f"failed op: {cov['failed_op']!r}, total: {len(cov['failed_op'])}\n"
     return (
         f"all api: {cov['all_api']!r}, total: {len(cov['all_api'])}\n"
         f"fallback op: {cov['fallback_op']!r}, total: {len(cov['fallback_op'])}\n"

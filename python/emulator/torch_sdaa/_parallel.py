@@ -25,7 +25,9 @@ from torch.nn.parallel import comm
 _data_parallel = importlib.import_module("torch.nn.parallel.data_parallel")
 _parallel_apply = importlib.import_module("torch.nn.parallel.parallel_apply")
 
-_TORCH = {name: getattr(comm, name) for name in ("broadcast", "broadcast_coalesced", "scatter", "gather")}
+_TORCH = {
+    name: getattr(comm, name) for name in ("broadcast", "broadcast_coalesced", "scatter", "gather")
+}
 _TORCH_PARALLEL_APPLY = _parallel_apply.parallel_apply
 
 
