@@ -138,6 +138,7 @@ def _patch(torch):
             setattr(torch, name, wrap_factory(getattr(torch, name)))
         if name.startswith("new_") and hasattr(torch.Tensor, name):
             setattr(torch.Tensor, name, wrap_factory(getattr(torch.Tensor, name)))
+    torch.Tensor.new_tensor = wrap_factory(torch.Tensor.new_tensor)
 
     tensor_to = torch.Tensor.to
 
@@ -173,7 +174,18 @@ def _patch(torch):
 
     torch.Tensor.type = type_
 
-    class Generator(torch.Generator):
+    base_generator = torch.Generator
+
+    class GeneratorType(type(base_generator)):
+        """Every torch generator (torch.default_generator too) is still a torch.Generator."""
+
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, base_generator)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, base_generator)
+
+    class Generator(base_generator, metaclass=GeneratorType):
         """torch.Generator whose CUDA device is the CPU's."""
 
         def __new__(cls, device="cpu"):
@@ -602,11 +614,18 @@ def _record_backward(torch, directory):
             if value is None:
                 return
             if state["file"] is None:
-                os.makedirs(directory, exist_ok=True)
-                state["file"] = open(os.path.join(directory, f"backward.rank{rank}.jsonl"), "w",
-                                     encoding="utf-8")
-            state["file"].write(_dllogger_line(step, value))
-            state["file"].flush()
+                path = os.path.join(directory, f"backward.rank{rank}.jsonl")
+                try:
+                    os.makedirs(directory, exist_ok=True)
+                    state["file"] = open(path, "w", encoding="utf-8")
+                except OSError as e:
+                    # The script goes on; the port finds no losses and says so.
+                    print(f"modelzoo port: cannot record backward losses into {path}: {e}",
+                          file=sys.stderr)
+                    state["file"] = False
+            if state["file"]:
+                state["file"].write(_dllogger_line(step, value))
+                state["file"].flush()
 
     backward = torch.autograd.backward
 
@@ -646,7 +665,7 @@ def _record_backward(torch, directory):
     autocast.__enter__ = enter_and_note
 
     def write_meta():
-        if state["file"] is not None:
+        if state["file"]:
             state["file"].close()
         # A launcher (torchrun's agent) or a helper process (a loader worker, a spawned child
         # without RANK) that never ran backward says nothing: the rank's own process does.

@@ -133,6 +133,7 @@ class IdiomTest(Close, unittest.TestCase):
         self.assert_close(got["y"], want["y"], "y")
         self.assertEqual(got["script_devices"], ["cuda", "cuda", 1])
         self.assertEqual(got["tensor_devices"], ["cpu"])
+        self.assertEqual(got["generators"], [True, True])
 
     def test_to_int_index(self):
         got, want = self.both("to_int")
@@ -235,6 +236,14 @@ class BackwardRecordTest(Close, unittest.TestCase):
         # The fixture's GradScaler starts at 256: a scaled record would be 256x the loss.
         self.assert_close(values, got["losses"], "recorded losses")
         self.assertEqual(self.meta(0), {"backward_calls": 3, "autocast": True})
+
+    def test_unwritable_dir_is_reported_and_the_script_goes_on(self):
+        blocker = os.path.join(self.dir, "file")
+        open(blocker, "w").close()
+        out = python("backward_losses.py", shim=True, backward_dir=os.path.join(blocker, "x"))
+        result(out)
+        self.assertIn("modelzoo port: cannot record backward losses into", out.stderr)
+        self.assertIn("meta.rank0.json", out.stderr)
 
     def test_nothing_without_the_variables(self):
         out = python("backward_losses.py", shim=True)

@@ -21,9 +21,11 @@ w = w.to(name)
 with d1:
     ones = torch.ones(4, 2)
 y = w(x) + ones + torch.arange(2, device=name) + torch.tensor([1.0, 2.0], device=d0)
-y = y + x.new_zeros(4, 2) + torch.zeros_like(y, device=d1)
+y = y + x.new_zeros(4, 2) + torch.zeros_like(y, device=d1) + x.new_tensor([0.5, 0.25], device=d0)
 print("RESULT " + json.dumps({
     "y": y.flatten().tolist(),
     "script_devices": [d0.type, d1.type, d1.index],
     "tensor_devices": sorted({t.device.type for t in (x, ones, y, w.weight)}),
+    "generators": [isinstance(torch.default_generator, torch.Generator),
+                   isinstance(gen, torch.Generator)],
 }))
