@@ -217,3 +217,18 @@ fn hugging_face_trainer_dicts_train_eval_and_final_summary() {
         LineParse::Skipped
     );
 }
+
+/// A hostile line (megabytes of loss names, with and without values) is read in linear time:
+/// each name is looked at once.
+#[test]
+fn long_lines_of_loss_names_are_read_in_linear_time() {
+    let start = std::time::Instant::now();
+    for unit in ["loss_", "loss ", "Loss: 1 ", "LOSS.", "xloss", "loss=nan,"] {
+        let line = unit.repeat((4 << 20) / unit.len());
+        let _ = parse_line(line.as_bytes());
+    }
+    // Linear: well under a second in a release build; quadratic would take hours.
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+    let line = "Loss: 1 ".repeat(1000);
+    assert_eq!(names(&one(&line)), ["loss"], "one metric per name");
+}

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use validator::compare::is_training_loss;
+
 /// The metrics tried, in order: the ModelZoo's name, then the names scripts print. When none
 /// is there, the named losses of one line (`Loss_D`, `Loss_G`) are the run's losses.
 pub const LOSS_METRICS: &[&str] = &["train.loss", "train_loss", "loss"];
@@ -112,15 +114,6 @@ impl Seen {
             format!("metrics read: {}", names.join(", "))
         }
     }
-}
-
-/// Whether `name` is a training loss: a `loss` part (`Loss_D`, `loss_cls`), not an
-/// evaluation's (`val.loss`, `val_loss`).
-fn is_training_loss(name: &str) -> bool {
-    !(name.starts_with("val.") || name.starts_with("val_"))
-        && name
-            .split(['_', '.'])
-            .any(|p| p.eq_ignore_ascii_case("loss"))
 }
 
 fn read_metrics(path: &Path) -> Result<Seen, String> {

@@ -32,6 +32,9 @@ static UPPER_FINDER: LazyLock<memmem::Finder<'static>> =
 /// Most losses read from one line segment (a longer list is not a loss line's).
 const MAX_LOSSES: usize = 64;
 
+/// The longest loss name read (a longer run of name characters is not a name).
+const MAX_NAME: usize = 128;
+
 /// Words that make a line, or a name part, an evaluation's.
 const EVAL_WORDS: &[&[u8]] = &[
     b"test",
@@ -85,7 +88,8 @@ fn segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) {
             return;
         }
     }
-    let Some(first) = first_loss(seg, 0) else {
+    let mut losses = Losses::new(seg);
+    let Some(first) = losses.next_from(0) else {
         return;
     };
     let t = trim(seg);
@@ -95,29 +99,61 @@ fn segment(seg: &[u8], out: &mut Vec<(LogFormat, Record)>) {
         }
         return;
     }
-    if let Some(rec) = loss_line(seg, first) {
+    if let Some(rec) = loss_line(seg, first, &mut losses) {
         out.push((LogFormat::PlainLoss, rec));
     }
 }
 
-/// Where the next `loss` word part at or after `from` starts.
-fn first_loss(s: &[u8], from: usize) -> Option<usize> {
-    let mut at = from + 1;
-    loop {
-        let hay = s.get(at..)?;
-        let lo = LOWER_FINDER.find(hay);
-        let up = UPPER_FINDER.find(hay);
-        let off = match (lo, up) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b)?,
-        };
-        let p = at + off - 1; // the `l`
-        at += off + 1;
-        if matches!(s[p], b'l' | b'L')
-            && (p == 0 || !s[p - 1].is_ascii_alphanumeric())
-            && s.get(p + 4).is_none_or(|c| !c.is_ascii_alphanumeric())
-        {
-            return Some(p);
+/// The `loss` word parts of a line (`loss`, `Loss`, `LOSS`, alone or between `_` / `.`), in
+/// order. Each case's next match is kept until passed, so a line is searched once whatever
+/// it holds.
+struct Losses<'a> {
+    s: &'a [u8],
+    /// The next `oss` / `OSS` at or after the position last asked for: `Some(None)` once
+    /// there is none.
+    lo: Option<Option<usize>>,
+    up: Option<Option<usize>>,
+}
+
+impl<'a> Losses<'a> {
+    fn new(s: &'a [u8]) -> Self {
+        Losses {
+            s,
+            lo: None,
+            up: None,
+        }
+    }
+
+    /// Where the next `loss` part whose `l` is at or after `from` starts.
+    fn next_from(&mut self, from: usize) -> Option<usize> {
+        let mut at = from + 1; // where its `oss` may start
+        loop {
+            let s = self.s;
+            let next = |cached: &mut Option<Option<usize>>, f: &memmem::Finder| -> Option<usize> {
+                match *cached {
+                    Some(Some(p)) if p >= at => Some(p),
+                    Some(None) => None,
+                    _ => {
+                        let p = s.get(at..).and_then(|h| f.find(h)).map(|o| at + o);
+                        *cached = Some(p);
+                        p
+                    }
+                }
+            };
+            let lo = next(&mut self.lo, &LOWER_FINDER);
+            let up = next(&mut self.up, &UPPER_FINDER);
+            let o = match (lo, up) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b)?,
+            };
+            let p = o - 1; // the `l`
+            at = o + 1;
+            if matches!(s[p], b'l' | b'L')
+                && (p == 0 || !s[p - 1].is_ascii_alphanumeric())
+                && s.get(p + 4).is_none_or(|c| !c.is_ascii_alphanumeric())
+            {
+                return Some(p);
+            }
         }
     }
 }
@@ -132,12 +168,15 @@ fn is_sep(c: u8) -> bool {
 
 /// One line's losses: every loss name followed by a value, numbered by the text before the
 /// first of them.
-fn loss_line(seg: &[u8], first: usize) -> Option<Record> {
+fn loss_line(seg: &[u8], first: usize, losses: &mut Losses) -> Option<Record> {
     let mut rec = empty_record();
     let mut ctx: Option<Context> = None;
     let mut p = Some(first);
     while let Some(at) = p {
-        p = first_loss(seg, at + 4);
+        if rec.metrics.len() == MAX_LOSSES {
+            break;
+        }
+        p = losses.next_from(at + 4);
         let mut a = at;
         while a > 0 && is_name_char(seg[a - 1]) {
             a -= 1;
@@ -149,15 +188,15 @@ fn loss_line(seg: &[u8], first: usize) -> Option<Record> {
         while b > at + 4 && seg[b - 1] == b'.' {
             b -= 1; // `loss.` ends a sentence
         }
-        if a > 0 && matches!(seg[a - 1], b'-' | b'/' | b'\\') {
+        if p.is_some_and(|n| n < b) {
+            p = losses.next_from(b); // each name is read once
+        }
+        if b - a > MAX_NAME || a > 0 && matches!(seg[a - 1], b'-' | b'/' | b'\\') {
             continue; // `--loss 2`, a path
         }
         let Some(value) = value_after(seg, a, b) else {
             continue;
         };
-        if p.is_some_and(|n| n < b) {
-            p = first_loss(seg, b);
-        }
         let c = ctx.get_or_insert_with(|| Context::read(&seg[..a]));
         let name = &seg[a..b];
         let key = if c.eval || name.split(|&c| is_sep(c)).any(is_eval_word) {
@@ -167,7 +206,7 @@ fn loss_line(seg: &[u8], first: usize) -> Option<Record> {
         } else {
             normal_name(name)
         };
-        if rec.metrics.len() < MAX_LOSSES && !rec.metrics.iter().any(|(k, _)| *k == key) {
+        if !rec.metrics.iter().any(|(k, _)| *k == key) {
             rec.metrics.push((key, value));
         }
     }

@@ -486,3 +486,130 @@ fn all_zero_logs_exit_2_without_nan() {
         "{stderr}"
     );
 }
+
+/// Writes `text` to `dir/name`.
+fn text_log(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// Plain-text runs read through the loss-line rule: a run whose last losses are `nan` fails
+/// under both rules (loss.py's regex would drop them, and the output says so).
+#[test]
+fn a_plain_text_run_ending_in_nan_fails_under_both_rules() {
+    let t = tempfile::tempdir().unwrap();
+    let lines = |last: &str| {
+        let mut s = String::new();
+        // 100 steps, the last 2 `last`: without them 98% of the steps still pair, above the
+        // 95% coverage a stopped run fails on.
+        for i in 0..100 {
+            let v = if i >= 98 {
+                last.to_string()
+            } else {
+                format!("{:.4}", 2.5 - i as f64 * 0.01)
+            };
+            writeln!(s, "step {i} loss {v}").unwrap();
+        }
+        s
+    };
+    let b = text_log(t.path(), "cuda.log", &lines("1.5000"));
+    let c = text_log(t.path(), "sdaa.log", &lines("nan"));
+    for rule in ["rel1", "modelzoo-loss"] {
+        let out = modelzoo(&[
+            "compare",
+            "--baseline",
+            &b,
+            "--candidate",
+            &c,
+            "--rule",
+            rule,
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "--rule {rule}: {stdout}");
+        assert!(stdout.contains("NaN or infinite"), "{stdout}");
+        if rule == "modelzoo-loss" {
+            assert!(
+                stdout.contains("loss.py cannot read nan or inf"),
+                "{stdout}"
+            );
+        }
+    }
+    // The same run without the nan passes: the failure is the nan's.
+    let ok = text_log(t.path(), "ok.log", &lines("1.5000"));
+    let out = modelzoo(&["compare", "--baseline", &b, "--candidate", &ok]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// pytorch/examples' console lines: mnist's per-step `Loss:` is the series (its test lines
+/// are evaluation), dcgan's `Loss_D` and `Loss_G` are each compared and the worst decides;
+/// `--loss-key` picks one.
+#[test]
+fn console_loss_lines_named_losses_and_loss_key() {
+    let t = tempfile::tempdir().unwrap();
+    let mnist = |scale: f64| {
+        let mut s = String::new();
+        for e in 1..=2 {
+            for b in 0..10 {
+                let v = (2.3 - (e * 10 + b) as f64 * 0.05) * scale;
+                writeln!(
+                    s,
+                    "Train Epoch: {e} [{}/60000 ({b}%)]\tLoss: {v:.6}",
+                    b * 640
+                )
+                .unwrap();
+            }
+            writeln!(
+                s,
+                "\nTest set: Average loss: {:.4}, Accuracy: 9000/10000 (90%)\n",
+                100.0 * scale
+            )
+            .unwrap();
+        }
+        s
+    };
+    let b = text_log(t.path(), "mnist_cuda.log", &mnist(1.0));
+    let c = text_log(t.path(), "mnist_sdaa.log", &mnist(1.001));
+    let out = modelzoo(&["compare", "--baseline", &b, "--candidate", &c, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["metric"], "loss", "{json}");
+    assert_eq!(
+        json["baseline"]["values"], 20,
+        "the test lines are not steps"
+    );
+
+    let dcgan = |g: f64| {
+        let mut s = String::new();
+        for i in 0..20 {
+            let (d, gv) = (1.5 - i as f64 * 0.01, (4.0 - i as f64 * 0.02) * g);
+            writeln!(
+                s,
+                "[0/25][{i}/1563] Loss_D: {d:.4} Loss_G: {gv:.4} D(x): 0.7012 D(G(z)): 0.2100 / 0.1800"
+            )
+            .unwrap();
+        }
+        s
+    };
+    let b = text_log(t.path(), "dcgan_cuda.log", &dcgan(1.0));
+    let c = text_log(t.path(), "dcgan_sdaa.log", &dcgan(1.05));
+    let out = modelzoo(&["compare", "--baseline", &b, "--candidate", &c]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "Loss_G is 5% off: {stdout}");
+    assert!(stdout.contains("`Loss_D` PASS"), "{stdout}");
+    assert!(stdout.contains("`Loss_G` FAIL"), "{stdout}");
+    assert!(
+        stdout.contains("this report is the worst, `Loss_G`"),
+        "{stdout}"
+    );
+    let out = modelzoo(&[
+        "compare",
+        "--baseline",
+        &b,
+        "--candidate",
+        &c,
+        "--loss-key",
+        "Loss_D",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

@@ -43,7 +43,8 @@ use pairing::{pair_by_key, pair_by_order};
 pub use facts::{lines as config_lines, run_config, same_value, FactDiff, RunConfig};
 pub use figures::{coverage_pct, figures, pct, verdict, Coverage};
 pub use read::{
-    compare_files, read_series, read_series_of_first, same_file, DEFAULT_METRIC, METRIC_FALLBACKS,
+    compare_files, is_training_loss, read_series, read_series_of_first, same_file, DEFAULT_METRIC,
+    METRIC_FALLBACKS,
 };
 pub use steps::{KeySeq, Keyed, Pairs, Steps};
 
@@ -251,6 +252,11 @@ pub struct Series {
     /// What loss.py would read from this log (only under the modelzoo-loss rule).
     #[serde(skip)]
     pub losspy: Option<losspy::Extraction>,
+    /// With the default metric, in a log with none of it nor its fallbacks: the named losses
+    /// of one line after the first (`metric`), each with its series (`Loss_G` after
+    /// `Loss_D`). Each is compared; the verdict is the worst.
+    #[serde(skip)]
+    pub named: Vec<(String, Steps)>,
 }
 
 /// Inputs `compare` cannot use (exit 2), each saying which file and what to do.

@@ -22,7 +22,7 @@ pub fn read_series(
     metric: &str,
     rank: u32,
 ) -> Result<Series, CompareError> {
-    read_log(path, role, &[metric], rank)
+    read_log(path, role, &[metric], rank, false)
 }
 
 /// [`read_series`] for the first of `metrics` the log has (the default metric and its
@@ -33,14 +33,47 @@ pub fn read_series_of_first(
     metrics: &[&str],
     rank: u32,
 ) -> Result<Series, CompareError> {
-    read_log(path, role, metrics, rank)
+    read_log(path, role, metrics, rank, false)
 }
 
+/// Whether `name` is a training loss of the loss-line rule: a `loss` part (`loss`,
+/// `Loss_D`, `loss_cls`, `train.avg_loss`), not an evaluation's (`val.loss`, `val_loss`).
+pub fn is_training_loss(name: &str) -> bool {
+    !(name.starts_with("val.") || name.starts_with("val_"))
+        && name
+            .split(['_', '.'])
+            .any(|p| p.eq_ignore_ascii_case("loss"))
+}
+
+/// The named losses of one line (`Loss_D`, `Loss_G`) being collected, for a log with none of
+/// the metrics asked for: the names of the first record that has such losses, and their
+/// values in every record.
+#[derive(Default)]
+struct Named {
+    names: Vec<String>,
+    steps: Vec<Steps>,
+}
+
+impl Named {
+    fn push(&mut self, record: &dllogger::Record) {
+        for (name, value) in &record.metrics {
+            if let Some(k) = self.names.iter().position(|n| n == name) {
+                self.steps[k].push(record.epoch, record.iteration, record.val_iteration, *value);
+            }
+        }
+    }
+}
+
+/// Streams one log, keeping the series of the first of `metrics` it has; with `named`, a log
+/// with none of them gives the named losses of its first line that has some (per-step losses
+/// before epoch averages, `train.avg_*`): the first as the series, the others in
+/// [`Series::named`].
 fn read_log(
     path: &Path,
     role: &'static str,
     metrics: &[&str],
     rank: u32,
+    named: bool,
 ) -> Result<Series, CompareError> {
     let mut reader = dllogger::open(path).map_err(|e| CompareError::Read {
         role,
@@ -53,6 +86,8 @@ fn read_log(
     let mut metrics_seen: Vec<String> = Vec::new();
     let mut ranks_seen: Vec<u32> = Vec::new();
     let mut facts: BTreeMap<String, String> = BTreeMap::new();
+    // Per-step named losses, and epoch averages (used only when there are no per-step ones).
+    let (mut per_step, mut averages) = (Named::default(), Named::default());
     loop {
         let record = match reader.try_next() {
             Ok(Some(r)) => r,
@@ -77,6 +112,25 @@ fn read_log(
                     facts.insert(name.clone(), value.to_string());
                 }
             }
+        }
+        if named && best == metrics.len() {
+            if per_step.names.is_empty() {
+                let losses = record
+                    .metrics
+                    .iter()
+                    .map(|(k, _)| k)
+                    .filter(|k| is_training_loss(k) && !metrics.contains(&k.as_str()));
+                let (avg, step): (Vec<&String>, Vec<&String>) =
+                    losses.partition(|k| k.starts_with("train.avg_"));
+                for (list, found) in [(&mut per_step, step), (&mut averages, avg)] {
+                    if list.names.is_empty() && !found.is_empty() {
+                        list.names = found.into_iter().take(64).cloned().collect();
+                        list.steps = vec![Steps::new(); list.names.len()];
+                    }
+                }
+            }
+            per_step.push(&record);
+            averages.push(&record);
         }
         for (name, value) in &record.metrics {
             // Only the best-ranked name seen so far is kept: a fallback's values are dropped
@@ -112,18 +166,42 @@ fn read_log(
     ranks_seen.sort_unstable();
     metrics_seen.sort();
     let chosen = series.iter().position(|s| !s.is_empty());
-    let metric = metrics[chosen.unwrap_or(0)].to_string();
-    let metric_note = match chosen {
+    let mut metric = metrics[chosen.unwrap_or(0)].to_string();
+    let mut metric_note = match chosen {
         Some(k) if k > 0 => Some(format!(
             "no `{}` in this log: the default metric fell back to `{metric}`",
             metrics[0]
         )),
         _ => None,
     };
-    let steps = chosen
+    let mut steps = chosen
         .map(|k| std::mem::take(&mut series[k]))
         .unwrap_or_default();
     drop(series);
+    let mut others = Vec::new();
+    let named = if per_step.names.is_empty() {
+        averages
+    } else {
+        per_step
+    };
+    if chosen.is_none() && !named.names.is_empty() {
+        metric_note = Some(format!(
+            "no `{}` in this log: its losses are the named losses of one line, `{}`{}",
+            metrics.join("`, `"),
+            named.names.join("`, `"),
+            if named.names.len() > 1 {
+                " (each compared; the verdict is the worst)"
+            } else {
+                ""
+            }
+        ));
+        let mut pairs = named.names.into_iter().zip(named.steps);
+        if let Some((name, first)) = pairs.next() {
+            metric = name;
+            steps = first;
+        }
+        others = pairs.collect();
+    }
     let series = Series {
         path: path.to_path_buf(),
         metric,
@@ -141,6 +219,7 @@ fn read_log(
         overlong_lines: stats.overlong,
         overlong_unread: stats.overlong_unread,
         losspy: None,
+        named: others,
     };
     if series.steps.is_empty() {
         let seen = if series.records == 0 && series.overlong_unread > 0 {
@@ -190,11 +269,12 @@ pub fn compare_files(
     if options.metric_fallback && options.metric == DEFAULT_METRIC {
         names.extend(METRIC_FALLBACKS);
     }
+    let named = options.metric_fallback && options.metric == DEFAULT_METRIC;
     let names = &names;
     let read = |path: &Path, role: &'static str| -> Result<Series, CompareError> {
         let (series, extraction) = std::thread::scope(|s| {
             let e = with_losspy.then(|| s.spawn(|| losspy::extract(path)));
-            let series = read_log(path, role, names, options.rank);
+            let series = read_log(path, role, names, options.rank, named);
             let e = e.map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked")))
@@ -214,7 +294,7 @@ pub fn compare_files(
         let n = options.noise.as_deref().map(|path| {
             (
                 path,
-                s.spawn(move || read_log(path, "noise", names, options.rank)),
+                s.spawn(move || read_log(path, "noise", names, options.rank, named)),
             )
         });
         let c = read(candidate, "candidate");
@@ -229,7 +309,110 @@ pub fn compare_files(
         let n = n.map(|(path, h)| h.join().unwrap_or_else(|_| Err(panicked("noise", path))));
         (b, c, n)
     });
-    compare_with_noise(b?, c?, n.transpose()?, options)
+    let (b, c, n) = (b?, c?, n.transpose()?);
+    if b.named.is_empty() && c.named.is_empty() {
+        return compare_with_noise(b, c, n, options);
+    }
+    each_named(b, c, n, options)
+}
+
+/// Logs whose losses are several named losses of one line (`Loss_D`, `Loss_G`): each is
+/// compared with the candidate's of the same name, and the worst comparison (a failing one
+/// before a passing one, then the largest relative error of the final value) is the result,
+/// its warnings giving every loss's verdict.
+fn each_named(
+    mut b: Series,
+    mut c: Series,
+    mut n: Option<Series>,
+    options: &Options,
+) -> Result<Comparison, CompareError> {
+    let b_named = std::mem::take(&mut b.named);
+    let c_named = std::mem::take(&mut c.named);
+    let n_named = n.as_mut().map(|n| std::mem::take(&mut n.named));
+    let names: Vec<String> = std::iter::once(b.metric.clone())
+        .chain(b_named.iter().map(|(k, _)| k.clone()))
+        .collect();
+    let listed = |s: &Series, named: &[(String, Steps)]| {
+        std::iter::once(s.metric.as_str())
+            .chain(named.iter().map(|(k, _)| k.as_str()))
+            .collect::<Vec<_>>()
+            .join("`, `")
+    };
+    let pick = |s: &Series,
+                named: &[(String, Steps)],
+                role: &'static str,
+                name: &str|
+     -> Result<Series, CompareError> {
+        let steps = if s.metric == name {
+            s.steps.clone()
+        } else {
+            match named.iter().find(|(k, _)| k == name) {
+                Some((_, steps)) => steps.clone(),
+                None => {
+                    return Err(CompareError::MetricAbsent {
+                        role,
+                        path: s.path.clone(),
+                        metric: name.to_string(),
+                        fallbacks: Vec::new(),
+                        rank: options.rank,
+                        seen: format!(
+                        "the baseline's losses are the named losses `{}`; the {role}'s are `{}`",
+                        names.join("`, `"),
+                        listed(s, named)
+                    ),
+                    })
+                }
+            }
+        };
+        Ok(Series {
+            metric: name.to_string(),
+            values: steps.len(),
+            steps,
+            ..s.clone()
+        })
+    };
+    let mut results = Vec::with_capacity(names.len());
+    for name in &names {
+        let bs = pick(&b, &b_named, "baseline", name)?;
+        let cs = pick(&c, &c_named, "candidate", name)?;
+        let ns = match (&n, &n_named) {
+            (Some(n), Some(named)) => Some(pick(n, named, "noise", name)?),
+            _ => None,
+        };
+        results.push(compare_with_noise(bs, cs, ns, options)?);
+    }
+    let badness = |r: &Comparison| {
+        let e = r.figures.final_rel_err.abs();
+        (!r.verdict.pass, if e.is_nan() { f64::INFINITY } else { e })
+    };
+    let worst = (0..results.len())
+        .max_by(|&i, &j| {
+            let (a, b) = (badness(&results[i]), badness(&results[j]));
+            a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(j.cmp(&i))
+        })
+        .unwrap_or(0);
+    let each: Vec<String> = results
+        .iter()
+        .map(|r| {
+            format!(
+                "`{}` {} (|relative error of the final value| {})",
+                r.metric,
+                if r.verdict.pass { "PASS" } else { "FAIL" },
+                super::pct(r.figures.final_rel_err.abs())
+            )
+        })
+        .collect();
+    let mut cmp = results.swap_remove(worst);
+    cmp.verdict.warnings.insert(
+        0,
+        format!(
+            "no plain loss: the logs' losses are {} named losses of one line, each compared — {}; this report is the worst, `{}` (compare one with --metric NAME)",
+            names.len(),
+            each.join(", "),
+            cmp.metric
+        ),
+    );
+    Ok(cmp)
 }
 
 /// Whether two paths name the same file (the same device and inode: hard links, symlinks and

@@ -38,9 +38,11 @@ pub struct Args {
     /// Candidate (SDAA) log.
     #[arg(long, value_name = "LOG")]
     pub candidate: PathBuf,
-    /// Metric to compare. Default: train.loss, or — in a log that has none — the first of
-    /// train_loss, loss it has (the output says which).
-    #[arg(long)]
+    /// Metric to compare (`--loss-key` is the same flag, as in `modelzoo port`). Default:
+    /// train.loss, or — in a log that has none — the first of train_loss, loss it has, else
+    /// the named losses of one line (`Loss_D`, `Loss_G`: each compared, the verdict the worst);
+    /// the output says which.
+    #[arg(long, visible_alias = "loss-key", value_name = "NAME")]
     pub metric: Option<String>,
     /// Rank whose values are compared (records without a rank are rank 0).
     #[arg(long, default_value_t = 0)]
