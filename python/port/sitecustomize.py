@@ -439,6 +439,13 @@ def _patch(torch):
         setattr(acc, name, zero)
     for name in ("reset_accumulated_memory_stats", "reset_peak_memory_stats"):
         setattr(acc, name, nothing)
+    acc_memory = sys.modules.get("torch.accelerator.memory")
+    if acc_memory is not None:  # the same functions reached through their module
+        for name in ("empty_cache", "memory_stats", "get_memory_info", "memory_allocated",
+                     "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+                     "reset_accumulated_memory_stats", "reset_peak_memory_stats"):
+            if hasattr(acc_memory, name):
+                setattr(acc_memory, name, getattr(acc, name))
 
     # AMP: CUDA's autocast and GradScaler become the CPU's, same dtype.
     autocast = torch.amp.autocast_mode.autocast

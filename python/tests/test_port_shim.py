@@ -147,7 +147,7 @@ class IdiomTest(Close, unittest.TestCase):
         self.assertEqual(got["keys"], want["keys"])
         self.assertTrue(all(k.startswith("module.") for k in got["keys"]), got["keys"])
 
-    def test_device_count_follows_torchrun_then_the_variable(self):
+    def test_device_count_index_and_memory_queries(self):
         code = (
             "import os, json, torch\n"
             "a = [torch.cuda.device_count(), torch.accelerator.device_count()]\n"
@@ -157,10 +157,14 @@ class IdiomTest(Close, unittest.TestCase):
             "c = [torch.cuda.device_count(), torch.accelerator.device_count()]\n"
             "torch.cuda.set_device(2); d = torch.accelerator.current_device_index()\n"
             "with torch.accelerator.device_index(1): e = torch.cuda.current_device()\n"
-            "print('RESULT ' + json.dumps([a, b, c, d, e, torch.cuda.current_device()]))\n"
+            "import torch.accelerator.memory as m\n"
+            "f = [torch.accelerator.memory_allocated(), m.max_memory_reserved(),\n"
+            "     torch.cuda.memory_allocated(0), m.memory_stats(), torch.cuda.memory_stats()]\n"
+            "torch.accelerator.synchronize(); torch.cuda.synchronize(); torch.cuda.empty_cache()\n"
+            "print('RESULT ' + json.dumps([a, b, c, d, e, torch.cuda.current_device(), f]))\n"
         )
         got = result(python("-c", code, shim=True, baseline=True))
-        self.assertEqual(got, [[1, 1], 4, [3, 3], 2, 1, 2])
+        self.assertEqual(got, [[1, 1], 4, [3, 3], 2, 1, 2, [0, 0, 0, {}, {}]])
 
     def test_torchrun_ddp_two_ranks(self):
         torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
