@@ -256,7 +256,7 @@ const ACCELERATOR_UNSUPPORTED: &[(&str, Option<&str>)] = &[
 
 /// The `data-parallel` finding. DataParallel drives every device from one process
 /// (replicating the module per step); torch_sdaa's multi-device path is DDP over TCCL.
-const DATA_PARALLEL: &str = "DataParallel is single-process multi-device; on SDAA use DistributedDataParallel with tccl (torchrun, one process per device); kept as is — the SDAA emulator runs DataParallel over its emulated devices, replicas in threads (docs/torch_sdaa.md)";
+const DATA_PARALLEL: &str = "DataParallel is single-process multi-device; on SDAA use DistributedDataParallel with tccl (torchrun, one process per device); kept as is — the SDAA emulator runs it over every visible emulated device (SDAA_EMULATOR_DEVICES, default 2), one replica thread each, and SDAA_VISIBLE_DEVICES=0 makes it one device (docs/torch_sdaa.md)";
 
 const FOREACH: &str = "torch's foreach ops (`torch._foreach_*`, `torch.nn.utils.clip_grad_norm_(..., foreach=True)`) and optimizers (`torch.optim.AdamW(..., foreach=True)`), and `torch.sdaa.amp.GradScaler` for loss scaling";
 const TORCH_OPTIM: &str =
