@@ -480,6 +480,11 @@ fn a_non_empty_out_is_refused_and_left_as_it_was() {
     let p = port(&src, &tmp.path().join("x"), &[], &[]);
     assert_eq!(p.code, 2, "{}", p.context());
     assert!(p.stderr.contains("no command to run"), "{}", p.context());
+    // --recheck of a directory no port judged an original in.
+    let p = recheck(&out, &[]);
+    assert_eq!(p.code, 2, "{}", p.context());
+    assert!(p.stderr.contains("no saved baseline"), "{}", p.context());
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
 }
 
 #[test]
