@@ -165,7 +165,7 @@ def _bad(name, value, allowed):
 def check_package_settings():
     """The settings this package reads itself (the libraries check theirs)."""
     banner = os.environ.get("TORCH_SDAA_BANNER")
-    if banner is not None and banner not in ("0", "1"):
+    if banner not in (None, "", "0", "1"):  # empty: as unset
         raise _bad("TORCH_SDAA_BANNER", banner, "0 (no version table on import) or 1 (the default)")
     inventory = os.environ.get("SDAA_EMULATOR_OP_INVENTORY")
     if inventory:
