@@ -253,6 +253,7 @@ impl Recipe for BertRecipe {
                     world,
                     seed,
                     run,
+                    p.config.vocab_size,
                     &d.corpus,
                 )?;
                 (module(), (train, val), d.corpus, detail)
@@ -282,6 +283,7 @@ impl Recipe for BertRecipe {
                     world,
                     seed,
                     run,
+                    p.config.vocab_size,
                     &d.source,
                 )?;
                 (module(), (train, val), d.source, detail)
@@ -313,6 +315,7 @@ impl Recipe for BertRecipe {
                     world,
                     seed,
                     run,
+                    p.config.vocab_size,
                     &d.source,
                 )?;
                 let m = module().with_squad_eval(val, args.max_answer_length as usize);
@@ -378,7 +381,7 @@ type Sources = (
 
 /// This rank's training batches and the validation batches (`None` when the validation split
 /// is empty). A run sized by `--step` wraps around the data; a train split with less than one
-/// optimizer step for every rank is refused.
+/// optimizer step for every rank, or a token id outside the model's `vocab`, is refused.
 #[allow(clippy::too_many_arguments)]
 fn batches<S: Samples + 'static, V: Samples + 'static>(
     train: Arc<S>,
@@ -389,8 +392,17 @@ fn batches<S: Samples + 'static, V: Samples + 'static>(
     world: usize,
     seed: u64,
     run: &RunContext,
+    vocab: i64,
     source: &str,
 ) -> Result<Sources, RunError> {
+    // Every id a batch can hold, before training (an embedding lookup past the vocabulary
+    // is libtorch's index error mid-run).
+    let max = train.max_token_id().max(val.max_token_id());
+    if i64::from(max) >= vocab {
+        return Err(RunError::input(format!(
+            "{source}: token id {max} is outside the model's vocabulary ({vocab} ids): the data or the tokenizer's ids do not fit the model; use the tokenizer the weights were trained with, or raise --vocab_size"
+        )));
+    }
     let full_pass = train.len() / (micro * world);
     if full_pass < accumulate {
         return Err(RunError::input(format!(

@@ -18,6 +18,15 @@ pub enum TokenizerError {
     MissingSpecial { name: String, token: &'static str },
     #[error("tokenizer {name}: cannot encode text: {message}")]
     Encode { name: String, message: String },
+    /// Two tokens share an id: the model could not tell those words apart, and decoding
+    /// one id has two answers.
+    #[error("tokenizer {name} gives {count} id(s) to more than one token ({examples}): every token of a WordPiece vocabulary needs its own id; fix the tokenizer.json's \"vocab\"")]
+    DuplicateIds {
+        name: String,
+        count: usize,
+        /// The first few, `5: "cat", "dog"`.
+        examples: String,
+    },
 }
 
 /// The tokenizer and its special ids.
@@ -86,6 +95,7 @@ impl WordPiece {
                     token,
                 })
         };
+        check_unique_ids(&inner, &name)?;
         Ok(WordPiece {
             cls: special("[CLS]")?,
             sep: special("[SEP]")?,
@@ -108,9 +118,16 @@ impl WordPiece {
         self.path.as_deref()
     }
 
-    /// Ids the tokenizer can produce (the model's vocabulary must hold at least these).
+    /// Ids the tokenizer can produce run `0..vocab_size()` (the model's vocabulary must hold
+    /// at least these): its largest id + 1, more than its count of tokens when a
+    /// `tokenizer.json` leaves ids unused.
     pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
+        self.inner
+            .get_vocab(true)
+            .values()
+            .max()
+            .map_or(0, |&id| id as usize + 1)
+            .max(self.inner.get_vocab_size(true))
     }
 
     /// Ids of `text`, no special tokens added.
@@ -148,6 +165,39 @@ impl WordPiece {
     }
 }
 
+/// Refuses a vocabulary in which two tokens share an id (see [`TokenizerError::DuplicateIds`]).
+fn check_unique_ids(inner: &tokenizers::Tokenizer, name: &str) -> Result<(), TokenizerError> {
+    let mut by_id: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+    for (token, id) in inner.get_vocab(true) {
+        by_id.entry(id).or_default().push(token);
+    }
+    let shared: Vec<(u32, Vec<String>)> = by_id
+        .into_iter()
+        .filter(|(_, tokens)| tokens.len() > 1)
+        .map(|(id, mut tokens)| {
+            tokens.sort();
+            (id, tokens)
+        })
+        .collect();
+    if shared.is_empty() {
+        return Ok(());
+    }
+    let examples = shared
+        .iter()
+        .take(5)
+        .map(|(id, tokens)| {
+            let quoted: Vec<String> = tokens.iter().map(|t| format!("{t:?}")).collect();
+            format!("{id}: {}", quoted.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(TokenizerError::DuplicateIds {
+        name: name.to_string(),
+        count: shared.len(),
+        examples,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +232,25 @@ mod tests {
         std::fs::write(&junk, text).unwrap();
         let e = WordPiece::load(Some(&junk)).unwrap_err().to_string();
         assert!(e.contains("[MASK]"), "{e}");
+    }
+
+    /// Issue #38 B6: a vocabulary giving two tokens one id trained without a word.
+    #[test]
+    fn a_vocabulary_with_shared_ids_is_refused_naming_them() {
+        let t = WordPiece::load(None).unwrap();
+        let (ada, walked) = (t.ids("ada").unwrap()[0], t.ids("walked").unwrap()[0]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        let text = BUILTIN_TOKENIZER.replace(
+            &format!("\"walked\":{walked}"),
+            &format!("\"walked\":{ada}"),
+        );
+        assert_ne!(text, BUILTIN_TOKENIZER, "the vocabulary entry was found");
+        std::fs::write(&path, text).unwrap();
+        let e = WordPiece::load(Some(&path)).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("{ada}: \"ada\", \"walked\"")) && e.contains("1 id(s)"),
+            "{e}"
+        );
     }
 }

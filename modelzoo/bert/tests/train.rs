@@ -430,3 +430,76 @@ fn bad_input_exits_2_with_a_clear_error() {
         assert!(!t.contains("panicked"), "{args:?}: {t}");
     }
 }
+
+/// Issue #38 B6: `--task squad` trained on answers outside their context (or on other text
+/// than the answer), and on a tokenizer giving two tokens one id, without a word; a token id
+/// past the model's vocabulary (a tokenizer.json with unused ids, counted by tokens) failed
+/// mid-training with libtorch's index error, exit 1. All are refused before training, exit 2.
+#[test]
+fn squad_answers_and_tokenizer_ids_are_checked_before_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let o_dir = dir.path().join("out");
+    let o_dir = o_dir.to_str().unwrap();
+    let squad = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let data = dir.path().join(name);
+        write_squad(&data);
+        let file = data.join("train-v1.1.json");
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        edit(&mut json["data"][0]["paragraphs"][7]["qas"][0]["answers"][0]);
+        std::fs::write(&file, json.to_string()).unwrap();
+        data
+    };
+    let past = squad("past", &|a| a["answer_start"] = serde_json::json!(100_000));
+    let other = squad("other", &|a| a["text"] = serde_json::json!("purple"));
+    let builtin =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tokenizer.json"))
+            .unwrap();
+    assert!(builtin.contains("\"walked\":290"));
+    let holes = dir.path().join("holes.json");
+    std::fs::write(&holes, builtin.replace("\"walked\":290", "\"walked\":5000")).unwrap();
+    let shared = dir.path().join("shared.json");
+    std::fs::write(&shared, builtin.replace("\"walked\":290", "\"walked\":291")).unwrap();
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--task", "squad", "--dataset_path", past.to_str().unwrap()],
+            vec!["question \"q7\"", "runs past its context"],
+        ),
+        (
+            vec!["--task", "squad", "--dataset_path", other.to_str().unwrap()],
+            vec!["question \"q7\"", "not its answer \"purple\""],
+        ),
+        (
+            vec![
+                "--tokenizer",
+                holes.to_str().unwrap(),
+                "--vocab_size",
+                "1000",
+            ],
+            vec!["has 5001 ids but the model's vocabulary is 1000"],
+        ),
+        (
+            vec!["--tokenizer", shared.to_str().unwrap()],
+            vec!["291: ", "\"walked\"", "more than one token"],
+        ),
+    ];
+    for (mut args, wants) in cases {
+        args.extend([
+            "--model_name",
+            "bert_tiny",
+            "--max_seq_length",
+            "64",
+            "--step",
+            "1",
+            "--output_dir",
+            o_dir,
+        ]);
+        let o = run(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        for want in wants {
+            assert!(t.contains(want), "{args:?}: want {want:?} in\n{t}");
+        }
+        assert!(!t.contains("train.loss"), "{args:?}: trained\n{t}");
+    }
+}

@@ -754,6 +754,15 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         line.extend(metrics.iter().map(|(k, v)| (k.as_str(), *v)));
         self.sink
             .log(self.counters.epoch, self.counters.step, &line);
+        // Logged first (the log shows what was evaluated), then the run stops: a NaN
+        // validation loss is never reported as success.
+        if !loss_sum.is_finite() {
+            return Err(EngineError::NonFiniteEval {
+                step: self.counters.step,
+                value: loss_sum / samples.max(1) as f64,
+                ckpt_dir: self.settings.ckpt_dir.clone(),
+            });
+        }
         Ok(metrics)
     }
 

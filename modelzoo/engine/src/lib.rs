@@ -60,6 +60,14 @@ pub enum EngineError {
         value: f64,
         ckpt_dir: PathBuf,
     },
+    /// The validation loss is NaN or infinite: the weights diverged (the training losses
+    /// logged before were finite); a run that validated to NaN has not succeeded.
+    #[error("validation loss became non-finite ({value}) at step {step}; stopped. The weights diverged (the training loss up to here was finite): lower the learning rate or check the data. The metric log holds the evaluation; checkpoints in {ckpt_dir} may hold the diverged weights")]
+    NonFiniteEval {
+        step: u64,
+        value: f64,
+        ckpt_dir: PathBuf,
+    },
     #[error("cannot place the model on {device}: {message}")]
     Device { device: String, message: String },
     /// A multi-tensor op of the optimizer step (unscale, clip, LAMB) failed in libtorch.
@@ -130,6 +138,7 @@ impl EngineError {
             EngineError::Io { .. }
             | EngineError::Checkpoint { .. }
             | EngineError::NonFiniteLoss { .. }
+            | EngineError::NonFiniteEval { .. }
             | EngineError::Device { .. }
             | EngineError::OptimizerStep { .. }
             | EngineError::Distributed(_)

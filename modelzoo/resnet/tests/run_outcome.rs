@@ -496,3 +496,36 @@ fn a_checkpoint_save_on_a_full_disk_is_an_error_and_keeps_the_log() {
     let o = run(&save_fails_args(&out));
     assert_failed_save(&o, &out, "No space left on device");
 }
+
+/// Issue #38 B6: a run whose evaluation loss is NaN exited 0 with `val.loss NaN` ("done").
+/// A learning rate of 1e30 keeps step 1's training loss finite (computed before the update)
+/// and sends the weights to inf: the final evaluation is NaN. The run must fail (non-zero,
+/// the reason on stderr) with the evaluation still in the metric log.
+#[test]
+fn a_nan_validation_loss_fails_the_run_and_keeps_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = run(&with(
+        small(&out),
+        &[
+            "--synthetic_samples",
+            "64",
+            "--bs",
+            "16",
+            "--step",
+            "1",
+            "--lr",
+            "1e30",
+        ],
+    ));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("validation loss became non-finite (NaN) at step 1") && !t.contains("done,"),
+        "{t}"
+    );
+    let val = series(&log_of(&out, "resnet18"), "val.loss");
+    assert_eq!(val.len(), 1, "{val:?}");
+    assert!(val[0].1.is_nan(), "{val:?}");
+    assert_eq!(losses(&out).len(), 1, "the training loss stays in the log");
+}

@@ -212,6 +212,54 @@ impl Corpus {
         }
     }
 
+    /// Every token of the corpus checked against the model's `vocab` before training: the
+    /// first id outside `0..vocab` is [`DataError::TokenOutOfRange`] (its position and
+    /// value). Batches check their own ids too, but only when they are drawn — mid-run.
+    /// One pass over the tokens (the range of each block first, positions only on a miss).
+    pub fn check_vocab(&self, vocab: i64) -> Result<(), DataError> {
+        let n = self.num_tokens();
+        let bad = |id: i64| id < 0 || id >= vocab;
+        let found = match &self.storage {
+            Storage::Owned(v) => v[..n]
+                .iter()
+                .position(|&id| bad(i64::from(id)))
+                .map(|i| (i, i64::from(v[i]))),
+            Storage::Mapped { map, header } => {
+                let size = header.dtype.size();
+                let data = &map[header.data_offset..header.data_offset + n * size];
+                const BLOCK: usize = 1 << 16;
+                let mut found = None;
+                for (b, block) in data.chunks(BLOCK * size).enumerate() {
+                    let (lo, hi) = block
+                        .chunks_exact(size)
+                        .map(|e| header.dtype.read(e))
+                        .fold((i64::MAX, i64::MIN), |(lo, hi), id| {
+                            (lo.min(id), hi.max(id))
+                        });
+                    if bad(lo) || bad(hi) {
+                        found = block
+                            .chunks_exact(size)
+                            .map(|e| header.dtype.read(e))
+                            .enumerate()
+                            .find(|&(_, id)| bad(id))
+                            .map(|(i, id)| (b * BLOCK + i, id));
+                        break;
+                    }
+                }
+                found
+            }
+        };
+        match found {
+            None => Ok(()),
+            Some((position, id)) => Err(DataError::TokenOutOfRange {
+                source_name: self.name.clone(),
+                id,
+                position,
+                vocab,
+            }),
+        }
+    }
+
     /// Token range of each split (train, valid, test) for `split` ratios, splitting by
     /// document as FleetX's `get_train_valid_test_split_` does.
     pub fn split_ranges(&self, split: &str) -> Result<[std::ops::Range<usize>; 3], DataError> {

@@ -209,6 +209,8 @@ impl TokenData {
         }
         let corpus =
             Arc::new(Corpus::open(ds.input_dir.as_deref(), &tokenizer).map_err(RunError::input)?);
+        // Before training, not when the batch holding it is drawn.
+        corpus.check_vocab(vocab).map_err(RunError::input)?;
         let seq = ds.max_seq_len as usize;
         let train_set = GptDataset::new(
             Arc::clone(&corpus),

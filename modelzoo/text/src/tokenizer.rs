@@ -52,11 +52,18 @@ impl Tokenizer {
         })
     }
 
-    /// Number of ids the tokenizer can produce (the model's vocab_size must be at least this).
+    /// Ids the tokenizer can produce run `0..vocab_size()` (the model's vocab_size must be
+    /// at least this): its largest id + 1, which is more than its count of tokens when a
+    /// `tokenizer.json` leaves ids unused or gives two tokens one id.
     pub fn vocab_size(&self) -> usize {
         match self {
             Tokenizer::Byte => 257,
-            Tokenizer::Hf { inner, .. } => inner.get_vocab_size(true),
+            Tokenizer::Hf { inner, .. } => inner
+                .get_vocab(true)
+                .values()
+                .max()
+                .map_or(0, |&id| id as usize + 1)
+                .max(inner.get_vocab_size(true)),
         }
     }
 

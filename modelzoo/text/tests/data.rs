@@ -218,3 +218,69 @@ fn byte_tokenizer_round_trip() {
     with_eos.push(256);
     assert_eq!(tok.decode(&with_eos).unwrap(), "héllo");
 }
+
+/// Issue #38 B6: an id beyond the model's vocabulary was found only when the batch holding
+/// it was drawn, mid-training. `check_vocab` scans the whole corpus up front and names the
+/// first bad id and its position — past the first block of the scan, and a negative id too.
+#[test]
+fn every_token_is_checked_against_the_vocabulary_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    // 70,000 tokens with ids t % 1000; then raise one id past a vocabulary of 1000.
+    write_megatron(dir.path(), "big", &[30_000, 40_000], "<u2", false);
+    let ids_path = dir.path().join("big_ids.npy");
+    let mut ids: Vec<i64> = (0..70_000).map(|t| t % 1000).collect();
+    let c = Corpus::open_megatron(&dir.path().join("big")).unwrap();
+    c.check_vocab(1000).unwrap();
+    assert!(matches!(
+        c.check_vocab(999),
+        Err(DataError::TokenOutOfRange {
+            id: 999,
+            position: 999,
+            vocab: 999,
+            ..
+        })
+    ));
+    ids[69_001] = 1000;
+    std::fs::write(&ids_path, npy::encode_i64(&ids, "<u2")).unwrap();
+    let c = Corpus::open_megatron(&dir.path().join("big")).unwrap();
+    let e = c.check_vocab(1000).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DataError::TokenOutOfRange {
+                id: 1000,
+                position: 69_001,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("outside the model vocabulary"),
+        "{e}"
+    );
+    ids[69_001] = 0;
+    ids[5] = -3;
+    std::fs::write(&ids_path, npy::encode_i64(&ids, "<i4")).unwrap();
+    let c = Corpus::open_megatron(&dir.path().join("big")).unwrap();
+    assert!(matches!(
+        c.check_vocab(1000),
+        Err(DataError::TokenOutOfRange {
+            id: -3,
+            position: 5,
+            ..
+        })
+    ));
+}
+
+/// A tokenizer.json whose ids leave gaps produces ids up to its largest: that + 1 is the
+/// vocabulary it needs (its count of tokens was compared with Model.vocab_size).
+#[test]
+fn a_tokenizer_with_unused_ids_needs_its_largest_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokenizer.json");
+    std::fs::write(&path, TOKENIZER_JSON.replace("\"Ġabc\": 8", "\"Ġabc\": 40")).unwrap();
+    let tok = Tokenizer::load(Some(&path)).unwrap();
+    assert_eq!(tok.vocab_size(), 41);
+    assert_eq!(tok.encode(" abc").unwrap(), vec![40]);
+}

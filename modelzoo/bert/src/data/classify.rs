@@ -221,6 +221,14 @@ impl Samples for ClassifySamples {
         self.rows.len()
     }
 
+    fn max_token_id(&self) -> u32 {
+        let seqs = self
+            .rows
+            .iter()
+            .flat_map(|(a, b, _)| std::iter::once(a.as_slice()).chain(b.as_deref()));
+        super::max_id(&[self.cls, self.sep, self.pad], seqs)
+    }
+
     fn batch(&self, picks: &[(usize, u64)]) -> Result<BertBatch, BatchError> {
         let n = picks.len();
         let (mut ids, mut types, mut attn, mut labels) =

@@ -91,6 +91,18 @@ pub trait Samples: Send + Sync {
     /// The batch of examples `picks`: (example index, stream position) pairs — the position
     /// seeds what the batch draws for that example (pretraining's masking).
     fn batch(&self, picks: &[(usize, u64)]) -> Result<BertBatch, BatchError>;
+    /// The largest token id any batch can hold (the examples' ids, the special tokens, and
+    /// for masked-LM the random replacements' range), checked against the model's
+    /// vocabulary before training.
+    fn max_token_id(&self) -> u32;
+}
+
+/// The largest of `specials` and every id of `seqs`.
+pub(crate) fn max_id<'a>(specials: &[u32], seqs: impl Iterator<Item = &'a [u32]>) -> u32 {
+    seqs.flat_map(|s| s.iter().copied())
+        .chain(specials.iter().copied())
+        .max()
+        .unwrap_or(0)
 }
 
 /// The engine's splitmix64 with a stream mixed into the seed: a small, stable generator for
@@ -292,6 +304,9 @@ mod tests {
     impl Samples for Picks {
         fn len(&self) -> usize {
             self.0
+        }
+        fn max_token_id(&self) -> u32 {
+            self.0 as u32
         }
         fn batch(&self, picks: &[(usize, u64)]) -> Result<BertBatch, BatchError> {
             let ids: Vec<i64> = picks.iter().map(|p| p.0 as i64).collect();

@@ -397,6 +397,18 @@ impl Samples for PretrainSamples {
         self.instances.len()
     }
 
+    fn max_token_id(&self) -> u32 {
+        let seqs = self
+            .instances
+            .iter()
+            .flat_map(|i| [i.a.as_slice(), i.b.as_slice()]);
+        let replacements = u32::try_from(self.masking.vocab.saturating_sub(1)).unwrap_or(u32::MAX);
+        super::max_id(
+            &[self.cls, self.sep, self.pad, self.mask, replacements],
+            seqs,
+        )
+    }
+
     fn batch(&self, picks: &[(usize, u64)]) -> Result<BertBatch, BatchError> {
         let seq = self.masking.seq;
         let rows = picks.len();

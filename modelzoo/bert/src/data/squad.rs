@@ -123,6 +123,33 @@ fn char_slice(s: &str, start: usize, end: usize) -> &str {
     &s[b0..b1.max(b0)]
 }
 
+/// The (first) answer of question `id` is the context's text at `answer_start`, as SQuAD
+/// v1.1 guarantees: a span past the context, or other text there (an offset counted in bytes,
+/// a file edited by hand), would train on the wrong target without a word. Whitespace runs
+/// compare as one space.
+fn check_answer(context: &str, id: &str, answer: &str, start: usize) -> Result<(), String> {
+    let n = context.chars().count();
+    let len = answer.chars().count();
+    if answer.trim().is_empty() {
+        return Err(format!(
+            "question {id:?}: its answer is empty; give the answer's text"
+        ));
+    }
+    if start + len > n {
+        return Err(format!(
+            "question {id:?}: answer {answer:?} at answer_start {start} ({len} characters) runs past its context ({n} characters); answer_start counts characters of the context"
+        ));
+    }
+    let found = char_slice(context, start, start + len);
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if words(found) != words(answer) {
+        return Err(format!(
+            "question {id:?}: the context at answer_start {start} reads {found:?}, not its answer {answer:?}; answer_start counts characters of the context"
+        ));
+    }
+    Ok(())
+}
+
 fn read_file(path: &Path, tok: &WordPiece) -> Result<Vec<Example>, DataError> {
     let bad = |message: String| DataError::Format {
         path: path.to_path_buf(),
@@ -159,11 +186,17 @@ fn read_file(path: &Path, tok: &WordPiece) -> Result<Vec<Example>, DataError> {
                 let first = &qa.answers[0];
                 let s = first.answer_start;
                 let e = s + first.text.chars().count();
+                check_answer(&context, &qa.id, &first.text, s).map_err(&bad)?;
                 let tok_start = offsets.iter().position(|&(_, end)| end > s);
                 let tok_end = offsets.iter().rposition(|&(start, _)| start < e);
                 let answer_tokens = match (tok_start, tok_end) {
                     (Some(a), Some(b)) if a <= b => Some((a, b)),
-                    _ => None,
+                    _ => {
+                        return Err(bad(format!(
+                            "question {:?}: no token of the context covers its answer {:?} at answer_start {s} (the tokenizer drops that text); fix or remove the question",
+                            qa.id, first.text
+                        )))
+                    }
                 };
                 out.push(Example {
                     id: qa.id,
@@ -280,6 +313,14 @@ impl SquadSamples {
 impl Samples for SquadSamples {
     fn len(&self) -> usize {
         self.features.len()
+    }
+
+    fn max_token_id(&self) -> u32 {
+        let seqs = self
+            .examples
+            .iter()
+            .flat_map(|e| [e.question_ids.as_slice(), e.context_ids.as_slice()]);
+        super::max_id(&[self.cls, self.sep, self.pad], seqs)
     }
 
     fn batch(&self, picks: &[(usize, u64)]) -> Result<BertBatch, BatchError> {
