@@ -131,6 +131,46 @@ fn an_assert_that_guards_apex_stays_cuda() {
 }
 
 #[test]
+fn a_check_that_raises_for_a_cuda_only_library_stays_cuda() {
+    let src = "\
+import torch
+if args.fused_lamb:
+    if not torch.cuda.is_available():
+        raise RuntimeError('FusedLAMB needs apex built with CUDA')
+    from apex.optimizers import FusedLAMB
+if not torch.cuda.is_available():
+    raise RuntimeError('this script needs a GPU')
+";
+    let out = py(src);
+    assert!(
+        out.text.contains(
+            "    if not torch.cuda.is_available():\n        raise RuntimeError('FusedLAMB"
+        ),
+        "{}",
+        out.text
+    );
+    // A check that only names the GPU is device selection: ported.
+    assert!(
+        out.text
+            .contains("\nif not torch.sdaa.is_available():\n    raise RuntimeError('this script"),
+        "{}",
+        out.text
+    );
+    let guard: Vec<_> = out
+        .notes
+        .iter()
+        .filter(|n| n.rule == "cuda-only-guard")
+        .collect();
+    assert_eq!(guard.len(), 1, "{:?}", out.notes);
+    assert_eq!(guard[0].line, 3);
+    assert!(
+        guard[0].message.contains("it raises"),
+        "{}",
+        guard[0].message
+    );
+}
+
+#[test]
 fn blocks_that_guard_cuda_only_libraries_stay_cuda_and_the_rest_is_ported() {
     let src = "\
 import torch

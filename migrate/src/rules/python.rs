@@ -290,8 +290,9 @@ fn library_name(word: &str) -> &'static str {
 /// `torch.cuda.is_available()` or `torch.cuda.device_count()` is kept as written, with the block
 /// it guards, when
 ///
-/// - the statement itself (its condition, an assert's message, a flag such as `has_apex`) names
-///   a CUDA-only library — apex, amp_C, CuPy, Triton, DALI, NVML, cuDNN —, or
+/// - the statement itself (its condition, an assert's message, the message of a block that only
+///   raises, a flag such as `has_apex`) names a CUDA-only library — apex, amp_C, CuPy, Triton,
+///   DALI, NVML, cuDNN —, or
 /// - it opens a block (`if`/`elif`/`while`) that names one of those libraries in code (an
 ///   import, a call, a flag; cuDNN excepted), or whose every statement is a cuDNN /
 ///   `torch.backends.cuda` setting,
@@ -355,7 +356,18 @@ fn cuda_only_guards(
                 body_end -= 1;
             }
         }
-        let stmt_text = raw(idx, end);
+        let mut stmt_text = raw(idx, end);
+        // `if not torch.cuda.is_available(): raise RuntimeError("apex needs CUDA")`: a block
+        // that only raises is the guard's message.
+        let body_statements: Vec<usize> = (end..body_end)
+            .filter(|&k| lexed.statement(k + 1))
+            .collect();
+        if let [only] = body_statements[..] {
+            if lexed.code_line(only).trim_start().starts_with("raise") {
+                stmt_text.push(' ');
+                stmt_text.push_str(&raw(only, body_end));
+            }
+        }
         let body_code: String = (end..body_end).map(|k| lexed.code_line(k)).collect();
         let device_work =
             p.device_work.is_match(&stmt_text) || p.device_work.is_match(&raw(end, body_end));
@@ -370,13 +382,11 @@ fn cuda_only_guards(
                     .find(|lib| *lib != "cuDNN")
             })
             .or_else(|| {
-                let settings = (end..body_end).filter(|&k| lexed.statement(k + 1));
-                let mut any = false;
-                let all = settings.into_iter().all(|k| {
-                    any = true;
-                    p.cuda_setting.is_match(lexed.code_line(k).trim_end())
-                });
-                (compound && any && all).then_some("cuDNN / torch.backends.cuda settings")
+                let all = body_statements
+                    .iter()
+                    .all(|&k| p.cuda_setting.is_match(lexed.code_line(k).trim_end()));
+                (compound && !body_statements.is_empty() && all)
+                    .then_some("cuDNN / torch.backends.cuda settings")
             });
         let Some(lib) = named.filter(|_| !device_work) else {
             idx = end;
@@ -385,8 +395,13 @@ fn cuda_only_guards(
         for k in kept.iter_mut().take(body_end).skip(idx) {
             *k = true;
         }
+        let raises = body_statements.len() == 1
+            && body_statements
+                .first()
+                .is_some_and(|&k| lexed.code_line(k).trim_start().starts_with("raise"));
         let what = match word {
             "assert" => "this assert fails on SDAA, with its own message".to_string(),
+            _ if raises => "on SDAA it raises, with its own message".to_string(),
             _ if compound => {
                 "on SDAA it is false, so the block under it is skipped there".to_string()
             }
