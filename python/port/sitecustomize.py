@@ -727,7 +727,11 @@ class _AfterTorch(importlib.abc.MetaPathFinder):
             if self.baseline:
                 _patch(module)
             if self.backward_dir:
-                _record_backward(module, self.backward_dir)
+                try:
+                    _record_backward(module, self.backward_dir)
+                except Exception as e:  # recording must never be what breaks a run
+                    print(f"modelzoo port: cannot record backward losses: {e!r}",
+                          file=sys.stderr)
 
         spec.loader.exec_module = exec_then_patch
         return spec
