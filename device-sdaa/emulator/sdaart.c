@@ -2,7 +2,8 @@
  *
  * The CUDA-like runtime API subset device-sdaa uses (declared in include/sdaa_runtime.h), with
  * "device memory" in host memory. Configuration:
- *   SDAA_EMULATOR_DEVICES    number of devices, an integer 0..64 (default 2)
+ *   SDAA_EMULATOR_DEVICES    number of devices, an integer 0..64 (default 2), or `local`:
+ *                            LOCAL_WORLD_SIZE (torchrun's processes on this host), else 1
  *   SDAA_VISIBLE_DEVICES     which of them a process sees, as CUDA_VISIBLE_DEVICES: integers
  *                            separated by commas; the list ends at the first index that is out
  *                            of range or repeated (a list written for a bigger machine)
@@ -61,8 +62,18 @@ static sdaaError_t env_long(const char* name, long dflt, long lo, long hi, const
  * Unset, every emulated device is visible. */
 static sdaaError_t visible_devices(int physical[MAX_DEVICES], int* count_out) {
   long n = 0;
-  sdaaError_t rc = env_long("SDAA_EMULATOR_DEVICES", 2, 0, MAX_DEVICES,
-                            "the number of emulated SDAA devices", &n);
+  const char* setting = getenv("SDAA_EMULATOR_DEVICES");
+  sdaaError_t rc;
+  if (setting != NULL && strcmp(setting, "local") == 0) {
+    /* As many devices as this host runs processes (torchrun's LOCAL_WORLD_SIZE), else one: what
+     * `modelzoo port`'s CPU baseline reports as torch.cuda.device_count(), so a port compares
+     * against the same number of devices (a DataParallel run splits its batch alike). */
+    rc = env_long("LOCAL_WORLD_SIZE", 1, 1, MAX_DEVICES,
+                  "torchrun's processes on this host, read for SDAA_EMULATOR_DEVICES=local", &n);
+  } else {
+    rc = env_long("SDAA_EMULATOR_DEVICES", 2, 0, MAX_DEVICES,
+                  "the number of emulated SDAA devices, or 'local'", &n);
+  }
   if (rc != sdaaSuccess) return rc;
   const char* v = getenv("SDAA_VISIBLE_DEVICES");
   if (v == NULL) {

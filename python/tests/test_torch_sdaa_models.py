@@ -413,6 +413,21 @@ class SettingsTest(unittest.TestCase):
                 torch.empty(4, device="sdaa")
         self.assertEqual(torch.empty(4, device="sdaa").device.type, "sdaa")
 
+    def test_local_devices_follow_torchruns_local_world_size(self):
+        # `modelzoo port` sets SDAA_EMULATOR_DEVICES=local so the port sees as many devices as
+        # its CPU baseline: LOCAL_WORLD_SIZE under torchrun, else one.
+        count = ["-c", "import torch, torch_sdaa; print(torch.sdaa.device_count())"]
+        for local, want in ((None, "1"), ("3", "3")):
+            env = {"SDAA_EMULATOR_DEVICES": "local", "TORCH_SDAA_BANNER": "0"}
+            if local is not None:
+                env["LOCAL_WORLD_SIZE"] = local
+            with self.subTest(local=local):
+                proc = run_python(count, env=env)
+                self.assertEqual((proc.returncode, proc.stdout.strip()), (0, want), proc.stderr)
+        proc = run_python(count, env={"SDAA_EMULATOR_DEVICES": "local", "LOCAL_WORLD_SIZE": "x"})
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("LOCAL_WORLD_SIZE='x' is not valid", proc.stderr)
+
     def test_import_fails_with_a_nonzero_exit(self):
         for var, value, what in (("SDAA_EMULATOR_DEVICES", "abc", "an integer from 0 to 64"),
                                  ("SDAA_EMU_PERTURB", "aten::mm", "missing '#<call>:'")):
