@@ -116,7 +116,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "triton",
         action: Action::Report,
-        description: "triton kernels (GPU-only compiler) need a port by hand",
+        description: "OpenAI Triton kernels (`import triton`, `triton.language`, `@triton.jit`; a GPU-only compiler) need a port by hand; Triton Inference Server code is `triton-server`",
     },
     Rule {
         id: "triton-server",
