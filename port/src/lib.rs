@@ -639,6 +639,21 @@ fn judge_original(
             }
         }
     }
+    if saved
+        .series
+        .iter()
+        .all(|s| s.points.iter().all(|p| p.value == 0.0))
+    {
+        port.summary = format!(
+            "the original's loss ({}) is 0 at every step: a loss that never moves cannot show whether the port computes the same (a cross-entropy over one class is always 0); log the loss training minimizes (pick it with --loss-key NAME) and port again; the port was not run",
+            metrics
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(Err(Verdict::NoBaselineLoss));
+    }
     saved.backward = port.loss_note.is_some();
     saved.loss_note = port.loss_note.clone();
     if saved.rule.name == "step-by-step" {
@@ -1221,6 +1236,7 @@ fn judge_candidate(port: &mut Port, saved: &Saved, scan: Option<&migrate::Report
     let mut verdict = Verdict::Pass;
     let mut reason = String::new();
     let mut pass_reason = String::new();
+    let mut rel1_error = None;
     for base in &saved.series {
         let metric = &base.metric;
         // The ModelZoo's 1% rule, the acceptance figure in every case.
@@ -1253,7 +1269,11 @@ fn judge_candidate(port: &mut Port, saved: &Saved, scan: Option<&migrate::Report
                 );
                 return Verdict::StepsDiffer;
             }
-            Err(e) => texts.push(format!("`{metric}`: the 1% rule cannot be applied: {e}")),
+            Err(e) => {
+                let why = format!("`{metric}`: the 1% rule cannot be applied: {e}");
+                rel1_error.get_or_insert_with(|| why.clone());
+                texts.push(why);
+            }
         }
         if step_rule {
             let cand = match steps::Series::read(&c_log, metric) {
@@ -1304,10 +1324,13 @@ fn judge_candidate(port: &mut Port, saved: &Saved, scan: Option<&migrate::Report
         );
         return Verdict::Drift;
     }
+    if pass_reason.is_empty() {
+        pass_reason = rel1_error.unwrap_or_default();
+    }
     port.summary = if step_rule {
         let steps: usize = port.steps.iter().map(|j| j.steps).max().unwrap_or(0);
         format!(
-            "the port ran to the end on {device} and matches the original at every one of its {steps} steps (step-by-step rule); 1% rule on the final value: {pass_reason}"
+            "the port ran to the end on {device} and matches the original at every step ({steps} compared, step-by-step rule); 1% rule on the final value: {pass_reason}"
         )
     } else {
         format!(

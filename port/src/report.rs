@@ -41,7 +41,7 @@ pub fn verdict_words(v: Verdict) -> &'static str {
         Verdict::BaselineFailed => "NOT JUDGED: the original does not run",
         Verdict::KitBaselineFailed => "NOT JUDGED: the kit's CPU baseline failed",
         Verdict::NotReproducible => "NOT JUDGED: the original is not reproducible",
-        Verdict::NoBaselineLoss => "NOT JUDGED: no loss found in the original's output",
+        Verdict::NoBaselineLoss => "NOT JUDGED: no usable loss in the original's output",
         Verdict::Interrupted => "INTERRUPTED",
     }
 }

@@ -455,6 +455,22 @@ fn no_loss_in_the_output_is_exit_2_saying_how_to_point_at_the_log() {
     assert_eq!(p.code, 2, "{}", p.context());
     assert_eq!(p.json["verdict"], "no-baseline-loss");
     assert!(p.stdout.contains("--log FILE"), "{}", p.context());
+    // A loss that is 0 at every step (the DDP tutorial's cross-entropy over one class) can show
+    // nothing: not judged, never a pass.
+    std::fs::write(
+        src.join("train.py"),
+        "import torch\nfor s in range(3):\n    print(f'step {s} loss {0.0:.4f}')\n",
+    )
+    .unwrap();
+    let p = port(
+        &src,
+        &tmp.path().join("ported-zero"),
+        &[],
+        &["python", "train.py"],
+    );
+    assert_eq!(p.code, 2, "{}", p.context());
+    assert_eq!(p.json["verdict"], "no-baseline-loss");
+    assert!(p.stdout.contains("is 0 at every step"), "{}", p.context());
 }
 
 #[test]
