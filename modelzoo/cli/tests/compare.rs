@@ -535,6 +535,16 @@ fn a_plain_text_run_ending_in_nan_fails_under_both_rules() {
             );
         }
     }
+    // A nan at steps only the candidate has (it ran 2 steps more) fails too.
+    let longer = text_log(
+        t.path(),
+        "longer.log",
+        &format!("{}step 100 loss nan\nstep 101 loss nan\n", lines("1.5000")),
+    );
+    let out = modelzoo(&["compare", "--baseline", &b, "--candidate", &longer]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("at a step the other log lacks"), "{stdout}");
     // The same run without the nan passes: the failure is the nan's.
     let ok = text_log(t.path(), "ok.log", &lines("1.5000"));
     let out = modelzoo(&["compare", "--baseline", &b, "--candidate", &ok]);

@@ -669,6 +669,25 @@ pub fn compare_with_noise(
     }
     let mut verdict = verdict(options.rule, &figures, warnings);
     gate_coverage(&mut verdict, &figures, options.allow_partial);
+    // A NaN or inf at a step only one log has is not paired, yet that run diverged there.
+    for (role, s) in [("baseline", &baseline), ("candidate", &candidate)] {
+        let Some(i) = s.steps.values().iter().position(|v| !v.is_finite()) else {
+            continue;
+        };
+        if verdict.pass && figures.non_finite_steps == 0 {
+            verdict.pass = false;
+            verdict.reason = format!(
+                "the {role} holds a NaN or infinite value ({} at {}) at a step the other log lacks: that run diverged{}",
+                s.steps.values()[i],
+                s.steps.key(i),
+                if options.rule == Rule::ModelzooLoss {
+                    " (the ModelZoo's loss.py cannot read nan or inf and would not see it)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
     let losspy = match (&baseline.losspy, &candidate.losspy, options.rule) {
         (Some(b), Some(c), Rule::ModelzooLoss) => {
             let check = losspy_check(&baseline, &candidate, b, c, &verdict, options);

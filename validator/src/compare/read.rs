@@ -190,7 +190,7 @@ fn read_log(
             metrics.join("`, `"),
             named.names.join("`, `"),
             if named.names.len() > 1 {
-                " (each compared; the verdict is the worst)"
+                ": each is compared, the verdict is the worst"
             } else {
                 ""
             }
