@@ -360,4 +360,45 @@ fn cut_off_configs_and_oversized_generations_exit_2() {
         assert_eq!(r.status.code(), Some(2), "{o}: {t}");
         assert!(t.contains(want), "{o}: want {want:?} in\n{t}");
     }
+    // Issue #38 B8: the estimate bounds the measured peak (the cache dominating: one prompt
+    // token, 24 new ones; each step copies a layer's grown keys and values and repeats them
+    // to the 4 query heads), within 3x.
+    let r = Command::new(BIN)
+        .args([
+            "--generate",
+            "--ckpt",
+            out.to_str().unwrap(),
+            "--prompt",
+            "A",
+            "-c",
+        ])
+        .arg(&cfg)
+        .args([
+            "-o",
+            "Generation.num_return_sequences=1000",
+            "-o",
+            "Generation.max_dec_len=24",
+            "-o",
+            "Generation.min_dec_len=24",
+            "-o",
+            "Generation.decode_strategy=greedy_search",
+        ])
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run_llama starts");
+    let t = text(&r);
+    assert!(r.status.success(), "{t}");
+    let line = t
+        .lines()
+        .find(|l| l.contains("host memory: peak resident grew by "))
+        .unwrap_or_else(|| panic!("no host memory line in {t}"));
+    let after = |key: &str| -> u64 {
+        let rest = &line[line.find(key).unwrap() + key.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (used, estimate) = (after("grew by "), after("estimated at most "));
+    assert!(
+        used <= estimate && estimate <= 3 * used,
+        "used {used}, estimated {estimate}"
+    );
 }
