@@ -32,6 +32,7 @@ pub fn copy_tree(src: &Path, dst: &Path, also_inside: &[&Path]) -> Result<Copied
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| !migrate::skip_dir(e) && !earlier_port_file(e));
+    let mut dir_modes: Vec<(PathBuf, std::fs::Permissions)> = Vec::new();
     let mut roots: Vec<&Path> = vec![src];
     roots.extend(also_inside.iter().copied());
     for entry in walk {
@@ -53,11 +54,12 @@ pub fn copy_tree(src: &Path, dst: &Path, also_inside: &[&Path]) -> Result<Copied
         let kind = entry.file_type();
         if kind.is_dir() {
             std::fs::create_dir(&to).map_err(io)?;
-            let mode = entry.metadata().map_err(|e| PortError::Copy {
+            let meta = entry.metadata().map_err(|e| PortError::Copy {
                 path: entry.path().to_path_buf(),
                 message: e.to_string(),
             })?;
-            std::fs::set_permissions(&to, mode.permissions()).map_err(io)?;
+            // Set once its contents are in: a read-only directory could not be filled.
+            dir_modes.push((to, meta.permissions()));
         } else if kind.is_symlink() {
             let target = std::fs::read_link(entry.path()).map_err(io)?;
             let link_dir = entry.path().parent().unwrap_or(src);
@@ -91,6 +93,12 @@ pub fn copy_tree(src: &Path, dst: &Path, also_inside: &[&Path]) -> Result<Copied
                 "not a regular file (a FIFO, socket or device)",
             ));
         }
+    }
+    for (dir, mode) in dir_modes.into_iter().rev() {
+        std::fs::set_permissions(&dir, mode).map_err(|e| PortError::Copy {
+            path: dir.clone(),
+            message: e.to_string(),
+        })?;
     }
     for name in earlier_port_files(src) {
         copied.not_copied.push((
@@ -236,6 +244,10 @@ mod tests {
         std::os::unix::fs::symlink("../data", src.join("data")).unwrap();
         std::fs::create_dir_all(src.join(".modelzoo-port/inventory")).unwrap();
         std::fs::write(src.join("PORT.md"), "# Port report: PASS\n").unwrap();
+        std::fs::create_dir_all(src.join("ro")).unwrap();
+        std::fs::write(src.join("ro/f.txt"), "r").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(src.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
         let dst = root.join("copy");
         std::fs::create_dir(&dst).unwrap();
         let c = copy_tree(&src, &dst, &[]).unwrap();
@@ -265,5 +277,15 @@ mod tests {
         assert!(!dst.join(".modelzoo-port").exists());
         assert!(!dst.join("PORT.md").exists());
         assert_eq!(c.not_copied.len(), 2, "{:?}", c.not_copied);
+        // A read-only directory is copied with its files, and stays read-only.
+        assert_eq!(std::fs::read_to_string(dst.join("ro/f.txt")).unwrap(), "r");
+        let mode = std::fs::metadata(dst.join("ro"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o555);
+        for d in [&src, &dst] {
+            std::fs::set_permissions(d.join("ro"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
     }
 }

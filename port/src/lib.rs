@@ -525,7 +525,25 @@ fn fresh_dir(dir: &Path) -> Result<(), PortError> {
         message: format!("cannot make it afresh: {e}"),
     };
     match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => std::fs::remove_dir_all(dir).map_err(io)?,
+        Ok(m) if m.is_dir() => {
+            if std::fs::remove_dir_all(dir).is_err() {
+                // A copied read-only directory: make the copies' directories writable first.
+                use std::os::unix::fs::PermissionsExt;
+                for entry in walkdir::WalkDir::new(dir)
+                    .follow_links(false)
+                    .into_iter()
+                    .flatten()
+                {
+                    if entry.file_type().is_dir() {
+                        let _ = std::fs::set_permissions(
+                            entry.path(),
+                            std::fs::Permissions::from_mode(0o755),
+                        );
+                    }
+                }
+                std::fs::remove_dir_all(dir).map_err(io)?;
+            }
+        }
         Ok(_) => std::fs::remove_file(dir).map_err(io)?,
         Err(_) => {}
     }
