@@ -755,3 +755,36 @@ fn a_script_printing_no_loss_is_judged_by_the_losses_backward_saw() {
     assert_eq!(p.json["steps"][0]["steps"], 3, "{}", p.context());
     assert!(p.md.contains("backward.loss"), "{}", p.md);
 }
+
+#[test]
+fn loss_key_picks_one_of_the_named_losses_and_recheck_keeps_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("gan");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("train.py"),
+        "import torch\ntorch.manual_seed(0)\nm = torch.nn.Linear(4, 1).cuda()\n\
+         opt = torch.optim.SGD(m.parameters(), lr=0.1)\nx = torch.randn(8, 4).cuda()\n\
+         for s in range(3):\n    loss = m(x).pow(2).mean()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n\
+         \x20   print(f'[{s}/3] Loss_D: {loss.item():.4f} Loss_G: {2 * loss.item():.4f}')\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("ported");
+    let p = port_with(
+        &src,
+        &out,
+        &["--loss-key", "Loss_G"],
+        &[],
+        &["python", "train.py"],
+    );
+    assert_eq!(p.code, 0, "{}", p.context());
+    assert_eq!(
+        p.json["baseline"]["loss_metrics"],
+        serde_json::json!(["Loss_G"]),
+        "{}",
+        p.context()
+    );
+    let r = recheck(&out, &[]);
+    assert_eq!(r.code, 0, "{}", r.context());
+    assert_eq!(r.json["steps"][0]["metric"], "Loss_G", "{}", r.context());
+}
