@@ -915,29 +915,26 @@ fn run_side(ctx: &Ctx, side: Side, label: &str, cancel: &AtomicBool) -> Result<R
     let mut remove: Vec<&str> = vec!["MODELZOO_PORT_CPU_BASELINE"];
     let kit_bin: Vec<PathBuf> = ctx.kit.iter().filter_map(Kit::venv_bin).collect();
     let emulator: Vec<PathBuf> = ctx.kit.iter().filter_map(Kit::emulator_python).collect();
-    // A shim that maps CUDA unconditionally (before MODELZOO_PORT_CPU_BASELINE existed) must
-    // stay off the candidate's path.
-    let shim_is_gated = CPU_SHIM.contains("MODELZOO_PORT_CPU_BASELINE");
-    let mut first: Vec<PathBuf> = Vec::new();
+    // The shim records backward()'s losses on every side; it maps CUDA only on a CPU baseline.
+    let first = vec![shim];
     let mut fault_injection = None;
     match side {
         Side::Baseline if ctx.baseline_device == BaselineDevice::Cpu => {
-            first.push(shim);
             env.push(("MODELZOO_PORT_CPU_BASELINE", "1".into()));
             remove.clear();
             env.push(("CUDA_VISIBLE_DEVICES", "".into()));
         }
-        Side::Baseline => {
-            if shim_is_gated {
-                first.push(shim);
-            }
-        }
+        Side::Baseline => {}
         Side::Candidate => {
-            if shim_is_gated {
-                first.push(shim);
-            }
             // The port must not reach a GPU by a path the migration missed.
             env.push(("CUDA_VISIBLE_DEVICES", "".into()));
+            // As many emulated devices as the CPU baseline reports (torchrun's local world
+            // size, else one), so a DataParallel model splits its batch alike on both sides.
+            if ctx.baseline_device == BaselineDevice::Cpu
+                && std::env::var_os("SDAA_EMULATOR_DEVICES").is_none()
+            {
+                env.push(("SDAA_EMULATOR_DEVICES", "local".into()));
+            }
             let inventory = ctx.work.join("inventory");
             fresh_dir(&inventory)?;
             env.push(("SDAA_EMULATOR_OP_INVENTORY", inventory.into_os_string()));

@@ -440,6 +440,30 @@ class SettingsTest(unittest.TestCase):
                 self.assertIn(what, proc.stderr)
 
 
+class ProcessGroupTest(unittest.TestCase):
+    """A tccl group bound to its device at init, as FSDP2's example makes it, and a DeviceMesh
+    over it (both failed: no per-device backend, no group name)."""
+
+    SCRIPT = """
+import os, torch, torch_sdaa, torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+dev = torch.device("sdaa:0")
+backend = dist.get_default_backend_for_device(dev)
+dist.init_process_group(backend=backend, rank=0, world_size=1, device_id=dev)
+mesh = init_device_mesh("sdaa", (1,))
+t = torch.ones(3, device=dev)
+dist.all_reduce(t)
+print(backend, bool(dist.group.WORLD.group_name), mesh.get_group().group_name == dist.group.WORLD.group_name, t.sum().item())
+dist.destroy_process_group()
+"""
+
+    def test_init_with_device_id_and_a_device_mesh(self):
+        port = str(29500 + os.getpid() % 1000)
+        proc = run_python(["-c", self.SCRIPT], env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.split(), ["tccl", "True", "True", "3.0"])
+
+
 class _env:
     """Sets one environment variable for a `with` block."""
 

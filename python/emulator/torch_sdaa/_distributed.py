@@ -110,6 +110,26 @@ class ProcessGroupTCCL(dist.ProcessGroup):
     def getBackendName(self):
         return "tccl"
 
+    # torch.distributed takes a ProcessGroup subclass as the whole group and registers no
+    # per-device backend for it, so `init_process_group(..., device_id=sdaa:N)` (FSDP2's
+    # example) asked for one and failed ("No backend type associated with device type sdaa").
+    # The group is its own backend for sdaa; it connects lazily (no eager split).
+    supports_splitting = False
+
+    def _get_backend(self, device):
+        if torch.device(device).type != "sdaa":
+            raise RuntimeError(f"tccl (SDAA EMULATOR) has no backend for device type {device}")
+        return self
+
+    # The C++ group keeps its name in its per-device backends, which this group has none of, so
+    # `group_name` (DeviceMesh, FSDP2) would fail with "ProcessGroup name not set".
+    def _set_group_name(self, name):
+        self._name = name
+
+    @property
+    def group_name(self):
+        return getattr(self, "_name", "")
+
     @property
     def _device_types(self):
         # Object collectives (all_gather_object, ...) then use sdaa tensors, as NCCL's use cuda.
