@@ -407,6 +407,13 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
 
     let saved = match judge_original(&mut port, &ctx, opts, cancel)? {
         Ok(saved) => saved,
+        Err(verdict) if port.baseline.ran_to_the_end() && port.baseline.loss_log.is_some() => {
+            // The original ran and logged losses that cannot be judged against (not
+            // reproducible, or never moving): the port still runs, so the report says whether
+            // it runs on sdaa at all.
+            let verdict = run_unjudged_candidate(&mut port, &ctx, verdict, &scan, cancel)?;
+            return finish(port, verdict, &out);
+        }
         Err(verdict) => return finish(port, verdict, &out),
     };
     let json = serde_json::to_vec_pretty(&saved).map_err(|e| PortError::Report {
@@ -725,6 +732,32 @@ fn read_autocast(dir: &Path) -> bool {
 }
 
 /// Copies and runs the candidate from the port directory, then judges it.
+/// Runs the candidate when the original cannot be judged against: a port that crashes or runs
+/// nothing on sdaa fails (exit 1) as it would otherwise; one that runs keeps `unjudged`, and the
+/// summary says it ran and that its losses were not compared.
+fn run_unjudged_candidate(
+    port: &mut Port,
+    ctx: &Ctx,
+    unjudged: Verdict,
+    scan: &migrate::Report,
+    cancel: &AtomicBool,
+) -> Result<Verdict, PortError> {
+    let why = port.summary.replace("; the port was not run", "");
+    let started = SystemTime::now() - Duration::from_secs(2);
+    let candidate = run_side(ctx, Side::Candidate, "candidate", cancel)?;
+    port.inventory = read_inventory(&ctx.work.join("inventory"), started);
+    port.candidate = Some(candidate);
+    if let Some(verdict) = judge_candidate_ran(port, Some(scan)) {
+        return Ok(verdict);
+    }
+    let c = port.candidate.as_ref().expect("the candidate ran");
+    port.summary = format!(
+        "{why}. The port ran to the end on {} ({:.1} s); its losses were not compared",
+        c.device, c.seconds
+    );
+    Ok(unjudged)
+}
+
 fn run_and_judge_candidate(
     port: &mut Port,
     ctx: &Ctx,
@@ -1145,13 +1178,13 @@ fn judge_baseline_run(port: &mut Port, ctx: &Ctx, second: bool) -> Option<Verdic
     None
 }
 
-/// The verdict once the candidate ran.
-fn judge_candidate(port: &mut Port, saved: &Saved, scan: Option<&migrate::Report>) -> Verdict {
-    let work = port.out.join(WORK_DIR);
+/// The verdicts that need no losses: interrupted, crashed, nothing on sdaa (the op inventory of
+/// this run is the only proof). None: it ran to the end on sdaa.
+fn judge_candidate_ran(port: &mut Port, scan: Option<&migrate::Report>) -> Option<Verdict> {
     let c = port.candidate.as_mut().expect("the candidate ran");
     if c.outcome == "interrupted" {
         port.summary = "interrupted while the port ran".into();
-        return Verdict::Interrupted;
+        return Some(Verdict::Interrupted);
     }
     if !c.ran_to_the_end() {
         if let (Some(site), Some(scan)) = (c.crash.as_mut(), scan) {
@@ -1179,7 +1212,7 @@ fn judge_candidate(port: &mut Port, saved: &Saved, scan: Option<&migrate::Report
             "the port crashed on sdaa ({}){at}; the original ran to the end",
             c.outcome
         );
-        return Verdict::Crash;
+        return Some(Verdict::Crash);
     }
     // Proof that it ran on sdaa: the emulator's op inventory of this run, never console text.
     match &port.inventory {
@@ -1187,7 +1220,7 @@ fn judge_candidate(port: &mut Port, saved: &Saved, scan: Option<&migrate::Report
         Some(_) => {
             c.device = "sdaa (emulator: no op ran on the device)".into();
             port.summary = "the port ran, but nothing ran on sdaa: the emulator's op inventory of this run lists no op on the device. Does the training script import torch_sdaa and move the model and data to the device? See the findings".into();
-            return Verdict::NotOnSdaa;
+            return Some(Verdict::NotOnSdaa);
         }
         None => {
             c.device = "sdaa (no record of the device runtime)".into();
@@ -1197,9 +1230,19 @@ fn judge_candidate(port: &mut Port, saved: &Saved, scan: Option<&migrate::Report
             port.summary = format!(
                 "the port ran, but nothing shows it ran on sdaa: the device runtime wrote no record in this run (the emulator's op inventory){said}. Does the training script import torch_sdaa and move the model and data to the device? On a real card the kit cannot read such a record yet. See the findings"
             );
-            return Verdict::NotOnSdaa;
+            return Some(Verdict::NotOnSdaa);
         }
     }
+    None
+}
+
+/// The verdict once the candidate ran.
+fn judge_candidate(port: &mut Port, saved: &Saved, scan: Option<&migrate::Report>) -> Verdict {
+    if let Some(verdict) = judge_candidate_ran(port, scan) {
+        return verdict;
+    }
+    let work = port.out.join(WORK_DIR);
+    let c = port.candidate.as_mut().expect("the candidate ran");
     // The candidate's losses, from the same kind of source as the original's.
     if saved.backward {
         match backward_log(&work, "candidate") {
