@@ -473,7 +473,8 @@ fn no_loss_in_the_output_is_exit_2_saying_how_to_point_at_the_log() {
     assert!(p.stdout.contains("is 0 at every step"), "{}", p.context());
     // The port still ran, on sdaa, and says so.
     assert!(
-        p.stdout.contains("The port ran to the end on sdaa (emulator)"),
+        p.stdout
+            .contains("The port ran to the end on sdaa (emulator)"),
         "{}",
         p.context()
     );
