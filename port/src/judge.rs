@@ -114,6 +114,22 @@ pub(crate) fn judge_original(
         );
         return Ok(Err(Verdict::NoBaselineLoss));
     }
+    // A loss that is NaN or infinite in the original says the original is broken there: the
+    // port cannot be judged against it (a port that matched it would "pass" on NaN).
+    let non_finite = saved.series.iter().find_map(|s| {
+        let (i, p) = s
+            .points
+            .iter()
+            .enumerate()
+            .find(|(_, p)| !p.value.is_finite())?;
+        Some((s.metric.clone(), steps::label(p, i), p.value))
+    });
+    if let Some((metric, at, value)) = non_finite {
+        port.summary = format!(
+            "the original's loss `{metric}` is {value} at {at}: a run whose loss is not finite cannot show whether the port computes the same; fix the original first (its loss must be finite at every step); the port was not run"
+        );
+        return Ok(Err(Verdict::NoBaselineLoss));
+    }
     saved.backward = port.loss_note.is_some();
     saved.loss_note = port.loss_note.clone();
     if saved.rule.name == "step-by-step" {

@@ -95,7 +95,7 @@ fn decimal_unit(v: f64) -> f64 {
 }
 
 /// Where a value is, for a person: the log's own step when it gives one, else its position.
-fn label(p: &Point, index: usize) -> String {
+pub(crate) fn label(p: &Point, index: usize) -> String {
     match (p.epoch, p.iteration) {
         (Some(e), Some(i)) => format!("epoch {e} step {i}"),
         (None, Some(i)) => format!("step {i}"),

@@ -441,8 +441,9 @@ class SettingsTest(unittest.TestCase):
 
 
 class ProcessGroupTest(unittest.TestCase):
-    """A tccl group bound to its device at init, as FSDP2's example makes it, and a DeviceMesh
-    over it (both failed: no per-device backend, no group name)."""
+    """A tccl group bound to its device at init, as FSDP2's example makes it, a DeviceMesh over
+    it (both failed: no per-device backend, no group name), and DTensor's random init on it
+    (failed on DTensor's Philox offset assertion)."""
 
     SCRIPT = """
 import os, torch, torch_sdaa, torch.distributed as dist
@@ -450,18 +451,35 @@ from torch.distributed.device_mesh import init_device_mesh
 dev = torch.device("sdaa:0")
 backend = dist.get_default_backend_for_device(dev)
 dist.init_process_group(backend=backend, rank=0, world_size=1, device_id=dev)
+before = torch.sdaa.is_initialized()
 mesh = init_device_mesh("sdaa", (1,))
+# As on CUDA, a process that has not used a device yet gets LOCAL_RANK's from the mesh.
+print(before, torch.sdaa.current_device())
 t = torch.ones(3, device=dev)
 dist.all_reduce(t)
 print(backend, bool(dist.group.WORLD.group_name), mesh.get_group().group_name == dist.group.WORLD.group_name, t.sum().item())
+# DTensor's random ops on an sdaa mesh run as on a CPU mesh (no Philox offset tracking).
+from torch.distributed.tensor import DTensor, Shard
+from torch.distributed.tensor._random import is_rng_supported_mesh
+from torch.distributed.tensor import _dispatch
+w = DTensor.from_local(torch.empty(4, 2, device=dev), mesh, [Shard(0)])
+torch.nn.init.normal_(w)
+print(is_rng_supported_mesh(mesh), _dispatch.is_rng_supported_mesh(mesh), bool(torch.isfinite(w.full_tensor()).all()))
 dist.destroy_process_group()
 """
 
     def test_init_with_device_id_and_a_device_mesh(self):
         port = str(29500 + os.getpid() % 1000)
-        proc = run_python(["-c", self.SCRIPT], env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+        proc = run_python(["-c", self.SCRIPT],
+                          env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "LOCAL_RANK": "1"})
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertEqual(proc.stdout.split(), ["tccl", "True", "True", "3.0"])
+        self.assertEqual(proc.stdout.split(),
+                         ["False", "1", "tccl", "True", "True", "3.0", "False", "False", "True"])
+
+    def test_a_device_is_initialized_once_used_as_on_cuda(self):
+        proc = run_python(["-c", "import torch, torch_sdaa; a = torch.sdaa.is_initialized(); "
+                                 "torch.ones(1, device='sdaa'); print(a, torch.sdaa.is_initialized())"])
+        self.assertEqual(proc.stdout.split(), ["False", "True"], proc.stderr)
 
 
 class _env:

@@ -478,6 +478,21 @@ fn no_loss_in_the_output_is_exit_2_saying_how_to_point_at_the_log() {
         "{}",
         p.context()
     );
+    // An original whose loss is NaN is not judged either: a port matching it is no pass.
+    std::fs::write(
+        src.join("train.py"),
+        "import torch\nfor s in range(3):\n    print(f'step {s} loss {torch.full((1,), float(\"nan\")).cuda().item()}')\n",
+    )
+    .unwrap();
+    let p = port(
+        &src,
+        &tmp.path().join("ported-nan"),
+        &[],
+        &["python", "train.py"],
+    );
+    assert_eq!(p.code, 2, "{}", p.context());
+    assert_eq!(p.json["verdict"], "no-baseline-loss");
+    assert!(p.stdout.contains("is NaN at step 0"), "{}", p.context());
 }
 
 #[test]

@@ -19,7 +19,7 @@ import torch  # noqa: E402
 
 _rt = _lib.load()
 
-from . import _device, _distributed, _inventory, _parallel, amp, emulator  # noqa: E402,F401
+from . import _device, _distributed, _dtensor, _inventory, _parallel, amp, emulator  # noqa: E402,F401
 
 _device.amp = amp
 torch._register_device_module("sdaa", _device)
@@ -29,6 +29,7 @@ torch.utils.generate_methods_for_privateuse1_backend(
 )
 _distributed.register()
 _parallel.register()
+_dtensor.register()
 _inventory.start_from_env()
 
 __version__ = _rt.plugin_version
