@@ -6,27 +6,11 @@
 
 use std::fs::{File, FileType, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-/// What a file that is not a regular file is, for messages: `a FIFO`, `a directory`, ...
-pub fn kind(t: FileType) -> &'static str {
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else {
-        "not a regular file"
-    }
-}
+/// What a file is, for messages: `a FIFO`, `a directory`, ... (one function for every tool).
+pub use modelzoo_support::output::kind;
 
 /// The error for a path that is not a regular file: `not a regular file (a FIFO)`, kind
 /// `InvalidInput`, so callers can tell it from a missing file.
