@@ -29,22 +29,35 @@ pub struct Crash {
 /// read through.
 pub fn user_crash(output: &str, root: &Path) -> Option<Crash> {
     let lines: Vec<&str> = output.lines().map(strip_rank_prefix).collect();
+    let crash = tracebacks(&lines).find_map(|(frames, error)| {
+        let frame = frames
+            .into_iter()
+            .rev()
+            .find(|f| f.file.starts_with(root))?;
+        Some(Crash { frame, error })
+    });
+    crash
+}
+
+/// Every traceback in `lines` (rank prefixes already stripped), in order: its frames and its
+/// exception line.
+fn tracebacks<'a>(lines: &'a [&str]) -> impl Iterator<Item = (Vec<Frame>, String)> + 'a {
     let mut i = 0;
-    while i < lines.len() {
-        if lines[i]
-            .trim_start()
-            .starts_with("Traceback (most recent call last):")
-        {
-            let (frames, error, next) = read_traceback(&lines, i + 1);
-            if let Some(frame) = frames.into_iter().rev().find(|f| f.file.starts_with(root)) {
-                return Some(Crash { frame, error });
-            }
-            i = next;
-        } else {
+    std::iter::from_fn(move || {
+        while i < lines.len() {
+            let start = i;
             i += 1;
+            if lines[start]
+                .trim_start()
+                .starts_with("Traceback (most recent call last):")
+            {
+                let (frames, error, next) = read_traceback(lines, start + 1);
+                i = next;
+                return Some((frames, error));
+            }
         }
-    }
-    None
+        None
+    })
 }
 
 /// What the kit's CPU baseline says when the call failing is one its shim cannot map.
@@ -65,23 +78,14 @@ const NO_CUDA: &[&str] = &[
 /// [`KIT_ERROR_PREFIX`]), or CUDA found missing. None: the original's own failure.
 pub fn kit_failure(output: &str, shim: &Path) -> Option<String> {
     let lines: Vec<&str> = output.lines().map(strip_rank_prefix).collect();
-    let mut i = 0;
-    while i < lines.len() {
-        if lines[i]
-            .trim_start()
-            .starts_with("Traceback (most recent call last):")
-        {
-            let (frames, error, next) = read_traceback(&lines, i + 1);
-            let in_shim = frames
-                .iter()
-                .any(|f| f.file == shim || f.file.ends_with("port/sitecustomize.py"));
-            if in_shim || is_kit_error(&error) {
-                return Some(error);
-            }
-            i = next;
-        } else {
-            i += 1;
-        }
+    let in_a_traceback = tracebacks(&lines).find_map(|(frames, error)| {
+        let in_shim = frames
+            .iter()
+            .any(|f| f.file == shim || f.file.ends_with("port/sitecustomize.py"));
+        (in_shim || is_kit_error(&error)).then_some(error)
+    });
+    if in_a_traceback.is_some() {
+        return in_a_traceback;
     }
     lines
         .iter()
