@@ -451,7 +451,10 @@ from torch.distributed.device_mesh import init_device_mesh
 dev = torch.device("sdaa:0")
 backend = dist.get_default_backend_for_device(dev)
 dist.init_process_group(backend=backend, rank=0, world_size=1, device_id=dev)
+before = torch.sdaa.is_initialized()
 mesh = init_device_mesh("sdaa", (1,))
+# As on CUDA, a process that has not used a device yet gets LOCAL_RANK's from the mesh.
+print(before, torch.sdaa.current_device())
 t = torch.ones(3, device=dev)
 dist.all_reduce(t)
 print(backend, bool(dist.group.WORLD.group_name), mesh.get_group().group_name == dist.group.WORLD.group_name, t.sum().item())
@@ -467,10 +470,16 @@ dist.destroy_process_group()
 
     def test_init_with_device_id_and_a_device_mesh(self):
         port = str(29500 + os.getpid() % 1000)
-        proc = run_python(["-c", self.SCRIPT], env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
+        proc = run_python(["-c", self.SCRIPT],
+                          env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "LOCAL_RANK": "1"})
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(proc.stdout.split(),
-                         ["tccl", "True", "True", "3.0", "False", "False", "True"])
+                         ["False", "1", "tccl", "True", "True", "3.0", "False", "False", "True"])
+
+    def test_a_device_is_initialized_once_used_as_on_cuda(self):
+        proc = run_python(["-c", "import torch, torch_sdaa; a = torch.sdaa.is_initialized(); "
+                                 "torch.ones(1, device='sdaa'); print(a, torch.sdaa.is_initialized())"])
+        self.assertEqual(proc.stdout.split(), ["False", "True"], proc.stderr)
 
 
 class _env:

@@ -87,20 +87,35 @@ def current_device() -> int:
     return d.value
 
 
+# Whether this process has used a device yet (see is_initialized).
+_used = False
+
+
 def set_device(device) -> None:
     """Selects the current device of this thread (a negative index is ignored, as on CUDA)."""
+    global _used
     index = _index(device)
     if index >= 0:
         _rt.check(_rt.set_device(_checked(index)), f"sdaaSetDevice({index})")
+        _used = True
 
 
 def is_initialized() -> bool:
-    """True: the emulator initialises when torch_sdaa is imported."""
-    return True
+    """As CUDA's: False until this process first uses a device — selects one, or allocates on
+    any — so that torch code which picks a device only on a fresh process does so on sdaa too
+    (DeviceMesh sets the current device from LOCAL_RANK; with the emulator initialised from
+    its import, rank 1 of FSDP2's example kept sdaa:0). The libraries themselves are loaded
+    when torch_sdaa is imported."""
+    global _used
+    if not _used:
+        _used = any(_memory(i)[1] > 0 for i in range(device_count()))
+    return _used
 
 
 def init() -> None:
-    """Nothing left to do: the emulator initialises when torch_sdaa is imported."""
+    """Marks the device initialised (the libraries are loaded when torch_sdaa is imported)."""
+    global _used
+    _used = True
 
 
 def _is_in_bad_fork() -> bool:
