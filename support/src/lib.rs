@@ -2,9 +2,11 @@
 //! ([`write_atomic`], [`AtomicFile`]), JUnit XML reports ([`junit`]), commands run under a
 //! deadline with nothing left behind ([`process`]), where the kit's own Python environment
 //! and emulator are ([`kit`]), where a report may be written ([`output`]: never over a device,
-//! a FIFO or one of the tool's own inputs) and text put into Markdown reports ([`markdown`]).
+//! a FIFO or one of the tool's own inputs), text put into Markdown reports ([`markdown`]) and
+//! files read from user input ([`input`]: regular files only, each within a stated bound).
 
 mod atomic;
+pub mod input;
 pub mod junit;
 pub mod kit;
 pub mod markdown;

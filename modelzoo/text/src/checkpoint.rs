@@ -164,7 +164,9 @@ pub fn read_meta<M: DeserializeOwned>(
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    // Regular and at most 16 MiB (the meta is a few hundred bytes): never blocks, never huge.
+    let text = modelzoo_support::input::read_to_string_bounded(&path, 16 << 20, "checkpoint meta")
+        .map_err(|e| io(&path)(e.into_io_reason()))?;
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|e| CheckpointError::Bad {

@@ -3,7 +3,6 @@
 //! tokenized at load time; or the built-in corpus), split by document into train / valid /
 //! test with FleetX's ratios, and cut into samples of `max_seq_len + 1` tokens.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -99,28 +98,7 @@ impl Corpus {
         let files = text_files(input)?;
         let mut docs = Vec::new();
         for file in &files {
-            let text = std::fs::read_to_string(file).map_err(io_err(file))?;
-            if file.extension().is_some_and(|e| e == "jsonl") {
-                for (i, line) in text.lines().enumerate() {
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    let value: serde_json::Value =
-                        serde_json::from_str(line).map_err(|e| DataError::Format {
-                            path: file.clone(),
-                            message: format!("line {}: not JSON: {e}", i + 1),
-                        })?;
-                    let text = value.get("text").and_then(|t| t.as_str()).ok_or_else(|| {
-                        DataError::Format {
-                            path: file.clone(),
-                            message: format!("line {}: no string field \"text\"", i + 1),
-                        }
-                    })?;
-                    docs.push(text.to_string());
-                }
-            } else {
-                docs.extend(paragraphs(&text).into_iter().map(str::to_string));
-            }
+            read_documents(file, &mut docs)?;
         }
         Corpus::from_documents(&input.display().to_string(), docs, tokenizer)
     }
@@ -152,7 +130,8 @@ impl Corpus {
     pub fn open_megatron(prefix: &Path) -> Result<Corpus, DataError> {
         let ids_path = with_suffix(prefix, "_ids.npy");
         let idx_path = with_suffix(prefix, "_idx.npz");
-        let file = File::open(&ids_path).map_err(io_err(&ids_path))?;
+        let file = modelzoo_support::input::open_regular(&ids_path, "Megatron ids")
+            .map_err(|e| io_err(&ids_path)(e.into_io_reason()))?;
         // SAFETY: the map is read-only; a concurrent writer truncating the file is the one
         // hazard, as for every memory-mapped reader (numpy's mmap_mode included).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err(&ids_path))?;
@@ -273,6 +252,90 @@ impl Corpus {
     }
 }
 
+/// The largest `.txt` / `.jsonl` corpus file read: text is tokenized into memory, so a larger
+/// corpus belongs in Megatron `.npy` / `.npz` form, which is memory-mapped (docs/run_gpt.md,
+/// "Input bounds").
+pub const MAX_TEXT_FILE_BYTES: u64 = 1 << 30;
+
+/// The longest document read: a paragraph of a `.txt` (lines up to a blank line) or a line of
+/// a `.jsonl`. Tokenizing one takes many times its size in memory (a one-line 100 MB corpus
+/// took 11.9 GB), and real documents (an article, a book chapter) are far smaller.
+pub const MAX_DOCUMENT_BYTES: usize = 4 << 20;
+
+/// Appends the documents of one `.txt` (blank-line separated paragraphs, as [`paragraphs`]
+/// splits them) or `.jsonl` (the `"text"` field of each line) file to `docs`, streaming: at
+/// most one document is held besides `docs`, and a file or document past its bound
+/// ([`MAX_TEXT_FILE_BYTES`], [`MAX_DOCUMENT_BYTES`]) is an error naming it.
+fn read_documents(file: &Path, docs: &mut Vec<String>) -> Result<(), DataError> {
+    use modelzoo_support::input::{self, Line};
+    let f = input::open_bounded(file, MAX_TEXT_FILE_BYTES, "corpus file").map_err(|e| {
+        DataError::Io {
+            path: file.to_path_buf(),
+            source: e.into_io_reason(),
+        }
+    })?;
+    let jsonl = file.extension().is_some_and(|e| e == "jsonl");
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, f);
+    let mut line = Vec::new();
+    let mut paragraph = String::new();
+    let format = |message: String| DataError::Format {
+        path: file.to_path_buf(),
+        message,
+    };
+    let too_long = |n: usize, what: &str| {
+        format(format!(
+            "line {n}: {what} is longer than {MAX_DOCUMENT_BYTES} bytes, the longest document read: split it into paragraphs (blank lines), or convert the corpus to Megatron .npy / .npz"
+        ))
+    };
+    let mut n = 0;
+    loop {
+        let read = input::read_line_bounded(&mut reader, &mut line, MAX_DOCUMENT_BYTES)
+            .map_err(io_err(file))?;
+        if read == Line::Eof {
+            break;
+        }
+        n += 1;
+        if read == Line::TooLong {
+            return Err(too_long(n, if jsonl { "the line" } else { "the paragraph" }));
+        }
+        let text = std::str::from_utf8(&line)
+            .map_err(|e| format(format!("line {n}: not UTF-8 text: {e}")))?;
+        if jsonl {
+            if text.trim().is_empty() {
+                continue;
+            }
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| format(format!("line {n}: not JSON: {e}")))?;
+            let text = value
+                .get("text")
+                .and_then(|t| t.as_str())
+                .ok_or_else(|| format(format!("line {n}: no string field \"text\"")))?;
+            docs.push(text.to_string());
+        } else if text.is_empty() {
+            end_paragraph(&mut paragraph, docs);
+        } else {
+            if !paragraph.is_empty() {
+                paragraph.push('\n');
+            }
+            paragraph.push_str(text);
+            if paragraph.len() > MAX_DOCUMENT_BYTES {
+                return Err(too_long(n, "the paragraph ending here"));
+            }
+        }
+    }
+    end_paragraph(&mut paragraph, docs);
+    Ok(())
+}
+
+/// Moves a finished paragraph (trimmed, when not empty) into `docs`.
+fn end_paragraph(paragraph: &mut String, docs: &mut Vec<String>) {
+    let p = paragraph.trim();
+    if !p.is_empty() {
+        docs.push(p.to_string());
+    }
+    paragraph.clear();
+}
+
 /// Blank-line separated paragraphs, trimmed, empty ones dropped.
 fn paragraphs(text: &str) -> Vec<&str> {
     text.split("\n\n")
@@ -350,7 +413,8 @@ fn text_files(input: &Path) -> Result<Vec<PathBuf>, DataError> {
 
 /// One array of an `.npz` (a zip of `.npy` members, stored or deflated).
 fn read_npz_array(path: &Path, name: &str) -> Result<Vec<i64>, DataError> {
-    let file = File::open(path).map_err(io_err(path))?;
+    let file = modelzoo_support::input::open_regular(path, "Megatron index")
+        .map_err(|e| io_err(path)(e.into_io_reason()))?;
     let format = |message: String| DataError::Format {
         path: path.to_path_buf(),
         message,
@@ -363,8 +427,11 @@ fn read_npz_array(path: &Path, name: &str) -> Result<Vec<i64>, DataError> {
             "no array `{name}` (FleetX writes document lengths as `lens`)"
         ))
     })?;
+    // The document lengths: 8 bytes a document; the bound stops a zip bomb, not real data.
     let mut bytes = Vec::new();
     entry
+        .by_ref()
+        .take(MAX_TEXT_FILE_BYTES)
         .read_to_end(&mut bytes)
         .map_err(|e| format(format!("cannot read {member}: {e}")))?;
     npy::read_all(&bytes).map_err(|m| format(format!("{member}: {m}")))

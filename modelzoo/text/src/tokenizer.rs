@@ -16,6 +16,10 @@ pub enum TokenizerError {
     Decode { path: PathBuf, message: String },
 }
 
+/// The largest `tokenizer.json` read: real ones are 1–20 MB (GPT-2's 1.4 MB, LLaMA-3's 9 MB);
+/// a larger file is refused before it is read (docs/run_gpt.md, "Input bounds").
+pub const MAX_TOKENIZER_BYTES: u64 = 64 << 20;
+
 /// One of the two supported tokenizers.
 pub enum Tokenizer {
     /// Bytes 0..=255 are tokens 0..=255; token 256 is `<|endoftext|>`.
@@ -42,10 +46,15 @@ impl Tokenizer {
         let Some(path) = path else {
             return Ok(Tokenizer::Byte);
         };
-        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError::Load {
+        let load = |message: String| TokenizerError::Load {
             path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        // A regular file of a sane size, read once: `from_file` would block on a FIFO and
+        // read `/dev/zero` until memory ran out.
+        let bytes = modelzoo_support::input::read_bounded(path, MAX_TOKENIZER_BYTES, "tokenizer")
+            .map_err(|e| load(e.reason()))?;
+        let inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| load(e.to_string()))?;
         Ok(Tokenizer::Hf {
             path: path.to_path_buf(),
             inner: Box::new(inner),

@@ -284,3 +284,96 @@ fn a_tokenizer_with_unused_ids_needs_its_largest_id() {
     assert_eq!(tok.vocab_size(), 41);
     assert_eq!(tok.encode(" abc").unwrap(), vec![40]);
 }
+
+/// Runs `f` on a thread and fails the test if it has not returned within 10 s: a read that
+/// blocks (on a FIFO) fails instead of hanging the suite.
+fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(f()).unwrap());
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("blocked: a FIFO was opened for reading")
+}
+
+fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// Issue #38 C9/D12: a FIFO or `/dev/zero` as `tokenizer.json` is refused at once, and one past
+/// the bound is refused before it is read (a sparse file: no real bytes written).
+#[test]
+fn tokenizer_json_is_a_regular_file_within_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("tokenizer.json");
+    mkfifo(&fifo);
+    let err = within_10s(move || Tokenizer::load(Some(&fifo)).unwrap_err().to_string());
+    assert!(err.contains("tokenizer.json") && err.contains("a FIFO"), "{err}");
+    let err = Tokenizer::load(Some(Path::new("/dev/zero")))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a character device"), "{err}");
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(modelzoo_text::tokenizer::MAX_TOKENIZER_BYTES + 1)
+        .unwrap();
+    let err = Tokenizer::load(Some(&big)).unwrap_err().to_string();
+    assert!(
+        err.contains("big.json") && err.contains("larger than 67108864 bytes"),
+        "{err}"
+    );
+}
+
+/// Issue #38 D12: a one-line corpus (8 MiB here, sparse) is refused with its line named, not
+/// tokenized whole; so is a paragraph of many lines past the bound, a `.jsonl` line past it and
+/// a file past the file bound (never read); a FIFO named `.txt` is refused, not opened.
+#[test]
+fn corpus_files_are_streamed_within_their_bounds() {
+    use modelzoo_text::corpus::{MAX_DOCUMENT_BYTES, MAX_TEXT_FILE_BYTES};
+    let tok = Tokenizer::load(None).unwrap();
+    let open = |p: &Path| Corpus::open(Some(p), &tok).unwrap_err().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let one_line = dir.path().join("one.txt");
+    std::fs::File::create(&one_line)
+        .unwrap()
+        .set_len(2 * MAX_DOCUMENT_BYTES as u64)
+        .unwrap();
+    let err = open(&one_line);
+    assert!(
+        err.contains("one.txt: line 1:") && err.contains("longer than 4194304 bytes"),
+        "{err}"
+    );
+    // Lines of 1 MiB, no blank line between them: one paragraph past the bound, at line 5.
+    let long = dir.path().join("para.txt");
+    let line = format!("{}\n", "w".repeat(1 << 20));
+    std::fs::write(&long, format!("short\n\n{}", line.repeat(5))).unwrap();
+    let err = open(&long);
+    assert!(err.contains("para.txt: line 6:"), "{err}");
+    let jsonl = dir.path().join("d.jsonl");
+    std::fs::write(
+        &jsonl,
+        format!("{{\"text\": \"{}\"}}\n", "j".repeat(MAX_DOCUMENT_BYTES)),
+    )
+    .unwrap();
+    assert!(open(&jsonl).contains("d.jsonl: line 1: the line is longer"));
+    let huge = dir.path().join("huge.txt");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(MAX_TEXT_FILE_BYTES + 1)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let err = open(&huge);
+    assert!(err.contains("huge.txt") && err.contains("larger than"), "{err}");
+    assert!(started.elapsed().as_secs() < 2, "the file was read");
+    let fifo_dir = tempfile::tempdir().unwrap();
+    mkfifo(&fifo_dir.path().join("a.txt"));
+    let p = fifo_dir.path().to_path_buf();
+    let err = within_10s(move || {
+        let tok = Tokenizer::load(None).unwrap();
+        Corpus::open(Some(&p), &tok).map(drop).unwrap_err().to_string()
+    });
+    assert!(err.contains("no data found") || err.contains("a FIFO"), "{err}");
+}
