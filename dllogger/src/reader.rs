@@ -145,11 +145,13 @@ struct Tables {
     csv: Option<csv::Header>,
 }
 
-/// Opens a log file for reading.
+/// Opens a log file for reading. Only a regular file is opened (non-blocking, checked on the
+/// opened descriptor): a FIFO would block the read until a writer came, a device would never
+/// end. Its size is not bounded — the reader streams it in bounded memory.
 pub fn open(path: &Path) -> Result<LogReader<BufReader<File>>, ReadError> {
-    let f = File::open(path).map_err(|source| ReadError::Open {
+    let f = modelzoo_support::input::open_regular(path, "log").map_err(|e| ReadError::Open {
         path: path.to_owned(),
-        source,
+        source: e.into_io_reason(),
     })?;
     let mut r = LogReader::new(BufReader::with_capacity(256 * 1024, f));
     r.path = path.to_owned();

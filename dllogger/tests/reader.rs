@@ -697,3 +697,34 @@ fn parameter_records_are_kept_in_every_format() {
         .values()
         .all(|v| v.len() <= 256 && v.starts_with('é')));
 }
+
+/// Issue #38 C9: a FIFO or a device given as a log is refused at once, named, never opened for a
+/// blocking read (`compare --baseline <fifo>` hung).
+#[test]
+fn a_fifo_or_a_device_as_a_log_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("cuda.log");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = fifo.clone();
+    std::thread::spawn(move || {
+        tx.send(dllogger::open(&p).map(drop).unwrap_err().to_string())
+            .unwrap()
+    });
+    let err = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("blocked on a FIFO");
+    assert!(
+        err.contains(&fifo.display().to_string()) && err.contains("is a FIFO, not a regular file"),
+        "{err}"
+    );
+    let err = dllogger::open(Path::new("/dev/zero"))
+        .map(drop)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a character device"), "{err}");
+}
