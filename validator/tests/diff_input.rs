@@ -267,3 +267,42 @@ fn a_fifo_in_a_dump_is_named_never_waited_on() {
         "{e}"
     );
 }
+
+/// Issue #38 D12: `diff` on a 2 GB records.jsonl used 2.1 GB. A records.jsonl past its bound is
+/// refused from its size, unread (sparse here: nothing real is written), and one line past the
+/// line bound is refused holding only that bound.
+#[test]
+fn records_jsonl_is_read_within_its_bounds() {
+    use validator::diff::dump::{MAX_RECORDS_BYTES, MAX_RECORD_LINE};
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = || vec![t("aten::mul", 0, "forward", "output", &[1.0, 2.0])];
+    let a = dump(&tmp.path().join("a"), "resnet50", 1, &rec());
+    let big = dump(&tmp.path().join("big"), "resnet50", 1, &rec());
+    let records = big.join("rank0/step1/records.jsonl");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&records)
+        .unwrap()
+        .set_len(MAX_RECORDS_BYTES + 1)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let e = err(&opts(&a, &big));
+    assert!(started.elapsed().as_secs() < 2, "it was read");
+    assert!(
+        e.contains("records.jsonl") && e.contains("more than the 536870912 bytes"),
+        "{e}"
+    );
+    let long = dump(&tmp.path().join("long"), "resnet50", 1, &rec());
+    let records = long.join("rank0/step1/records.jsonl");
+    let first = fs::read_to_string(&records).unwrap();
+    fs::write(
+        &records,
+        format!("{first}{}\n", " ".repeat(MAX_RECORD_LINE + 1)),
+    )
+    .unwrap();
+    let e = err(&opts(&a, &long));
+    assert!(
+        e.contains("records.jsonl") && e.contains("line 2: longer than 1048576 bytes"),
+        "{e}"
+    );
+}

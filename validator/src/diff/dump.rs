@@ -5,9 +5,10 @@
 //! A path given on the command line may name the step directory itself, a dump root holding
 //! `rank<r>/step<N>/` directories, or msprobe's `dump.json` (or a directory holding one).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::{Component, Path, PathBuf};
 
+use modelzoo_support::input::Line;
 use serde::{Deserialize, Serialize};
 
 use super::DiffError;
@@ -109,10 +110,29 @@ pub(crate) fn open_regular(path: &Path) -> Result<std::fs::File, String> {
     })
 }
 
-/// The text of a regular file of a dump ([`open_regular`]).
+/// The largest `records.jsonl` read: its records are held in memory (a few hundred bytes
+/// each, so about two million ops); docs/diff.md, "Input bounds".
+pub const MAX_RECORDS_BYTES: u64 = 512 << 20;
+
+/// The longest line of `records.jsonl`: one record is a short JSON object (a key, an op, a
+/// shape, a few statistics).
+pub const MAX_RECORD_LINE: usize = 1 << 20;
+
+/// The largest `meta.json` or msprobe `dump.json` read whole (msprobe's statistics of a large
+/// model's step run to tens of MB).
+pub const MAX_JSON_BYTES: u64 = 1 << 30;
+
+/// The text of a regular file of a dump ([`open_regular`]), at most [`MAX_JSON_BYTES`].
 pub(crate) fn read_text(path: &Path) -> Result<String, String> {
     let mut text = String::new();
-    open_regular(path)?
+    let file = open_regular(path)?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if size > MAX_JSON_BYTES {
+        return Err(format!(
+            "{size} bytes, more than the {MAX_JSON_BYTES} bytes (1 GiB) this file may take: not read — is this the right file?"
+        ));
+    }
+    file.take(MAX_JSON_BYTES)
         .read_to_string(&mut text)
         .map_err(|e| e.to_string())?;
     Ok(text)
@@ -269,13 +289,44 @@ fn read_records(path: &Path, full: bool) -> Result<Vec<Record>, DiffError> {
         message,
     };
     let file = open_regular(path).map_err(read_err)?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if size > MAX_RECORDS_BYTES {
+        return Err(read_err(format!(
+            "{size} bytes, more than the {MAX_RECORDS_BYTES} bytes (512 MiB) a step's records may take: not read — dump fewer ops (modelzoo_probe's `ops=` filter) or fewer steps"
+        )));
+    }
     let mut records = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| read_err(format!("line {}: {e}", i + 1)))?;
+    // Streamed a line at a time, each line held up to its bound (a one-line 2 GB file costs
+    // that bound, not 2 GB); and at most MAX_RECORDS_BYTES read in all, should the file grow.
+    let mut reader = BufReader::new(file.take(MAX_RECORDS_BYTES + 1));
+    let mut buf = Vec::new();
+    let mut i = 0usize;
+    loop {
+        let read = modelzoo_support::input::read_line_bounded(&mut reader, &mut buf, MAX_RECORD_LINE)
+            .map_err(|e| read_err(format!("line {}: {e}", i + 1)))?;
+        match read {
+            Line::Eof => break,
+            Line::TooLong => {
+                return Err(read_err(format!(
+                    "line {}: longer than {MAX_RECORD_LINE} bytes, the most one record may take: not a dump record (a dump writes one short JSON object a line)",
+                    i + 1
+                )))
+            }
+            Line::Read => {}
+        }
+        i += 1;
+        if reader.get_ref().limit() == 0 {
+            return Err(read_err(format!(
+                "grew past {MAX_RECORDS_BYTES} bytes while it was read: not read further"
+            )));
+        }
+        let line = std::str::from_utf8(&buf)
+            .map_err(|e| read_err(format!("line {i}: not UTF-8 text: {e}")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let r: Record = serde_json::from_str(&line)
+        let i = i - 1;
+        let r: Record = serde_json::from_str(line)
             .map_err(|e| read_err(format!("line {}: not a dump record: {e}", i + 1)))?;
         if full {
             match &r.file {
