@@ -392,5 +392,73 @@ class InventoryTest(unittest.TestCase):
             torch_sdaa.emulator.op_inventory()
 
 
+FALLBACK_SCRIPT = """
+import torch, torch_sdaa
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+x = torch.randn(5, 4)
+for dev in ("cpu", "sdaa"):
+    m = net.to(dev)
+    out = m(x.to(dev))
+    out.sum().backward()
+    print(dev, repr(out.detach().cpu().flatten().tolist()))
+"""
+
+
+class FallbackTest(unittest.TestCase):
+    """TORCH_SDAA_FALLBACK_OPS: the ops it names run as CPU ops (never perturbed), the inventory
+    counts them and marks the candidates; SDAA_EMU_PERTURB without a call index; the real
+    runtime's other variables honoured or refused by name."""
+
+    def run_script(self, env, inventory=None):
+        with tempfile.TemporaryDirectory() as tmp:
+            full = {"TORCH_SDAA_BANNER": "0", **env}
+            if inventory:
+                full["SDAA_EMULATOR_OP_INVENTORY"] = os.path.join(tmp, "inv")
+            proc = run_python(["-c", FALLBACK_SCRIPT], env=full)
+            inv = None
+            if inventory and proc.returncode == 0:
+                inv = read_json(os.path.join(tmp, "inv", "op_inventory.rank0.json"))
+        lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+        return proc, lines, inv
+
+    def test_fallback_heals_a_perturbed_op_and_is_counted(self):
+        perturb = {"SDAA_EMU_PERTURB": "aten::addmm:rel=0.3"}
+        proc, out, _ = self.run_script(perturb)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotEqual(out["cpu"], out["sdaa"])  # every addmm call perturbed
+        self.assertIn("perturbs every call of aten::addmm", proc.stderr)
+        # Named as the real runtime takes it (no namespace, an overload): healed, bit for bit.
+        proc, out, inv = self.run_script(
+            {**perturb, "TORCH_SDAA_FALLBACK_OPS": "addmm.out, relu,fused_adam"}, inventory=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(out["cpu"], out["sdaa"])
+        self.assertIn("TORCH_SDAA_FALLBACK_OPS names ops this torch does not have: fused_adam",
+                      proc.stderr)
+        counts = {o["op"]: o["count"] for o in inv["fallback_ops"]}
+        self.assertEqual(set(counts), {"aten::addmm", "aten::relu"})
+        self.assertEqual(counts["aten::relu"], 1)
+        device = {o["op"]: o for o in inv["device_ops"]}
+        self.assertTrue(device["aten::addmm"]["fallback"])
+        self.assertFalse(device["aten::mm"]["fallback"])
+        self.assertIn("addmm", inv["coverage"]["fallback_op"])
+        # Candidates: kernels with a device output; not views, composites or plumbing.
+        candidates = set(inv["fallback_candidates"])
+        self.assertTrue({"aten::addmm", "aten::mm", "aten::relu", "aten::threshold_backward"}
+                        <= candidates, candidates)
+        for op in ("aten::linear", "aten::t", "aten::view", "aten::empty", "aten::_to_copy"):
+            self.assertNotIn(op, candidates)
+            if op in device:
+                self.assertFalse(device[op]["candidate"], op)
+
+    def test_bad_settings_are_errors_naming_the_variable(self):
+        for name, value in (("TORCH_SDAA_FALLBACK_OPS", "addmm;mm"),
+                            ("TORCH_SDAA_RUNTIME_AUTOFALLBACK", "yes")):
+            proc = run_python(["-c", "import torch, torch_sdaa"],
+                              env={"TORCH_SDAA_BANNER": "0", name: value})
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn(f"SettingError: SDAA emulator: {name}", proc.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

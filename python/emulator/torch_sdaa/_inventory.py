@@ -30,36 +30,17 @@ def enable():
     _enabled = True
 
 
-def _raw():
+def _document():
+    """The plugin's inventory document (inventory.cpp: one source for torch_sdaa and the Rust
+    models, which the plugin writes for at exit)."""
     rt = _lib.load()
-    need = rt.inventory_json(None, 0)
+    need = rt.inventory_document(None, 0, 0)
     while True:
         buf = bytes(need)
-        got = rt.inventory_json(buf, need)
+        got = rt.inventory_document(buf, need, 0)
         if got <= need:
             return json.loads(buf[: got - 1].decode())
         need = got
-
-
-def _ops(by_op, fallbacks=None, failed=None):
-    return [
-        {
-            "op": op,
-            "count": sum(sigs.values()),
-            "dtypes": [{"dtypes": sig, "count": n} for sig, n in sorted(sigs.items())],
-            **({"emulator_fallback": op in fallbacks} if fallbacks is not None else {}),
-            **({"failed": op in failed} if failed is not None else {}),
-        }
-        for op, sigs in sorted(by_op.items())
-    ]
-
-
-def _counts(by_op):
-    return [{"op": op, "count": n} for op, n in sorted(by_op.items())]
-
-
-def _short(op):
-    return op[len("aten::"):] if op.startswith("aten::") else op
 
 
 def inventory():
@@ -70,37 +51,9 @@ def inventory():
             f"{ENV}=<dir> before importing torch_sdaa, or call "
             "torch_sdaa.emulator.enable_op_inventory() before the ops to count"
         )
-    raw = _raw()
-    fallbacks = raw["emulator_fallbacks"]
-    failed = raw["failed"]
-    all_api = sorted({_short(op) for op in raw["device"]})
-    fallback_api = sorted({_short(op) for op in raw["device"] if op in fallbacks})
-    failed_api = sorted({_short(op) for op in failed})
-    covered = [op for op in all_api if op not in fallback_api and op not in failed_api]
-    rate = 100.0 * len(covered) / len(all_api) if all_api else 0.0
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "emulator": True,
-        "rank": int(os.environ.get("RANK", "0")),
-        "pid": os.getpid(),
-        "torch": torch.__version__,
-        "torch_sdaa": _lib.load().plugin_version,
-        "device_ops": _ops(raw["device"], fallbacks, failed),
-        "host_ops": _ops(raw["host"]),
-        "fp64": {"device": _counts(raw["fp64_device"]), "host": _counts(raw["fp64_host"])},
-        "emulator_fallbacks": _counts(fallbacks),
-        "failed_ops": [
-            {"op": op, "count": n, "reason": raw["failed_why"].get(op, "raised an error")}
-            for op, n in sorted(failed.items())
-        ],
-        "coverage": {
-            "all_api": all_api,
-            "fallback_op": fallback_api,
-            "failed_op": failed_api,
-            "rate_percent": round(rate, 2),
-        },
-    }
+    inv = _document()
+    inv["torch"] = torch.__version__  # the host torch's full version (the plugin knows X.Y.Z)
+    return inv
 
 
 def coverage_text(inv):
@@ -143,4 +96,5 @@ def start_from_env():
     directory = os.environ.get(ENV)
     if directory:
         enable()
+        _lib.load().inventory_frontend_writes()
         atexit.register(write, os.path.abspath(directory))

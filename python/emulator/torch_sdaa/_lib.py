@@ -118,6 +118,12 @@ class Runtime:
             self.plugin, "torch_sdaa_emu_inventory_json", sz, ctypes.c_char_p, sz
         )
         self.inventory_reset = _c(self.plugin, "torch_sdaa_emu_inventory_reset", None)
+        self.inventory_document = _c(
+            self.plugin, "torch_sdaa_emu_inventory_document", sz, ctypes.c_char_p, sz, ctypes.c_int
+        )
+        self.inventory_frontend_writes = _c(
+            self.plugin, "torch_sdaa_emu_inventory_frontend_writes", None
+        )
 
         self.perturb_error = _c(self.plugin, "torch_sdaa_emu_perturb_error", ctypes.c_char_p)
 
