@@ -15,7 +15,6 @@
 //! read bytes), and `float()` accepts non-ASCII digits that `\d` matches (Rust's parser does
 //! not: such a capture counts as one float() rejects).
 
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::LazyLock;
@@ -178,9 +177,10 @@ fn py_float(s: &[u8]) -> Option<f64> {
     std::str::from_utf8(s).ok()?.parse().ok()
 }
 
-/// Extract from a file.
+/// Extract from a file: a regular one only (opened non-blocking), as every log reader; a FIFO
+/// would block this read while compare's own reader had already refused it.
 pub fn extract(path: &Path) -> io::Result<Extraction> {
-    extract_from(File::open(path)?)
+    extract_from(modelzoo_support::input::open_regular(path, "log")?)
 }
 
 /// Extract from any reader.
