@@ -25,6 +25,8 @@ use model_config::{Framework, ModelEntry, ModelYaml, ModelYamlError};
 
 use run_scripts_template::{ArgDef, ArgSpec, ArgType};
 
+pub mod op;
+
 /// Which kind of model directory to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -483,7 +485,14 @@ const LAUNCHER_ARGS: &[&str] = &[
 /// Writes the plan: each file atomically and never over an existing one (a file that
 /// appeared since [`plan`] is an error), then the model.yaml entry.
 pub fn apply(plan: &Plan) -> Result<(), ScaffoldError> {
-    for (path, text) in &plan.files {
+    write_new_files(&plan.files)?;
+    ModelYaml::append_entry(&plan.model_yaml, &plan.entry)?;
+    Ok(())
+}
+
+/// Writes each file atomically, creating its directory, never over an existing file.
+fn write_new_files(files: &[(PathBuf, String)]) -> Result<(), ScaffoldError> {
+    for (path, text) in files {
         let err = |error| ScaffoldError::Write {
             path: path.clone(),
             error,
@@ -502,11 +511,10 @@ pub fn apply(plan: &Plan) -> Result<(), ScaffoldError> {
             }
         })?;
     }
-    ModelYaml::append_entry(&plan.model_yaml, &plan.entry)?;
     Ok(())
 }
 
-fn render(text: &str, vars: &[(&str, String)]) -> String {
+pub(crate) fn render(text: &str, vars: &[(&str, String)]) -> String {
     let mut out = text.to_string();
     for (key, value) in vars {
         out = out.replace(key, value);
