@@ -154,7 +154,8 @@ fn read_metrics(path: &Path) -> Result<Seen, String> {
 /// The most loss-like lines of `path` (up to [`HINT_LINES`], in file order), for an error:
 /// a line with the word `loss` followed by a digit before one with the word only.
 fn hint(path: &Path) -> String {
-    let Ok(file) = std::fs::File::open(path) else {
+    // A regular file only: a FIFO (a command can leave one as its log) would block here.
+    let Ok(file) = modelzoo_support::input::open_regular(path, "log") else {
         return String::new();
     };
     let mut reader = BufReader::new(file);

@@ -48,7 +48,8 @@ pub(crate) fn write_shim(work: &Path) -> Result<(), PortError> {
 
 /// Whether the shim recorded autocast in the original's run (rank 0).
 pub(crate) fn read_autocast(dir: &Path) -> bool {
-    std::fs::read(dir.join("meta.rank0.json"))
+    // Bounded and regular only: the command could leave a FIFO or a huge file there.
+    modelzoo_support::input::read_bounded(&dir.join("meta.rank0.json"), 1 << 20, "shim record")
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .and_then(|v| v["autocast"].as_bool())
@@ -181,15 +182,17 @@ pub(crate) fn run_side(
         RunOutcome::Interrupted => ("interrupted".to_string(), None),
         RunOutcome::SpawnFailed(e) => (format!("could not start `{}`: {e}", ctx.command[0]), None),
     };
-    let text = std::fs::read(&console)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
+    let text = ConsoleText::read(&console);
     let tail: Vec<String> = {
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..]
+        let lines: Vec<&str> = text.end.lines().collect();
+        let mut tail: Vec<String> = lines[lines.len().saturating_sub(20)..]
             .iter()
             .map(|l| l.to_string())
-            .collect()
+            .collect();
+        if let Some(why) = &text.unread {
+            tail.push(format!("(port: the console was not read: {why})"));
+        }
+        tail
     };
     let mut run = Run {
         device,
@@ -204,7 +207,9 @@ pub(crate) fn run_side(
         loss_error: None,
         tail,
         crash: None,
-        banner: (side == Side::Candidate).then(|| banner(&text)).flatten(),
+        banner: (side == Side::Candidate)
+            .then(|| banner(&text.start).or_else(|| banner(&text.end)))
+            .flatten(),
         fault_injection,
     };
     if outcome == RunOutcome::Interrupted {
@@ -219,7 +224,7 @@ pub(crate) fn run_side(
         Err(why) => run.loss_error = Some(why),
     }
     if !run.ran_to_the_end() {
-        run.crash = trace::user_crash(&text, &dir).map(|crash| {
+        run.crash = trace::user_crash(&text.end, &dir).map(|crash| {
             let file = crash
                 .frame
                 .file
@@ -235,6 +240,66 @@ pub(crate) fn run_side(
         });
     }
     Ok(run)
+}
+
+/// How much of a console's start port holds (where a banner is).
+const CONSOLE_START: u64 = 1 << 20;
+/// How much of a console's end port holds (the last lines shown, the traceback of a crash).
+const CONSOLE_END: u64 = 4 << 20;
+
+/// What port keeps of a run's console: the command's output stays on disk (the child writes
+/// it there directly) and port reads at most [`CONSOLE_START`] + [`CONSOLE_END`] bytes of it,
+/// so 1 GB of output costs 5 MB, not 2 GB (issue #38). The losses are streamed from the file
+/// itself ([`losses::find`]).
+pub(crate) struct ConsoleText {
+    /// The first bytes (the whole console when it is small).
+    pub start: String,
+    /// The last bytes, from a line start (the whole console when it is small).
+    pub end: String,
+    /// Why nothing was read: the command replaced its console with a FIFO or a device (opened
+    /// non-blocking and refused, never waited on), or removed it.
+    pub unread: Option<String>,
+}
+
+impl ConsoleText {
+    pub(crate) fn read(console: &Path) -> ConsoleText {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut text = ConsoleText {
+            start: String::new(),
+            end: String::new(),
+            unread: None,
+        };
+        let mut file = match modelzoo_support::input::open_regular(console, "console") {
+            Ok(f) => f,
+            Err(e) => {
+                text.unread = Some(e.to_string());
+                return text;
+            }
+        };
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut bytes = Vec::new();
+        if size <= CONSOLE_START + CONSOLE_END {
+            let _ = (&mut file)
+                .take(CONSOLE_START + CONSOLE_END)
+                .read_to_end(&mut bytes);
+            text.start = String::from_utf8_lossy(&bytes).into_owned();
+            text.end = text.start.clone();
+            return text;
+        }
+        let _ = (&mut file).take(CONSOLE_START).read_to_end(&mut bytes);
+        text.start = String::from_utf8_lossy(&bytes).into_owned();
+        bytes.clear();
+        if file.seek(SeekFrom::Start(size - CONSOLE_END)).is_ok() {
+            let _ = file.take(CONSOLE_END).read_to_end(&mut bytes);
+        }
+        // From the first whole line on.
+        let from = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        text.end = String::from_utf8_lossy(&bytes[from..]).into_owned();
+        text
+    }
 }
 
 /// The shim's record of every backward() loss of a run (rank 0), when it wrote one.
@@ -264,7 +329,8 @@ pub(crate) fn read_inventory(dir: &Path, started: SystemTime) -> Option<Inventor
     if !meta.is_file() || meta.modified().ok()? < started {
         return None;
     }
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).ok()?).ok()?;
+    let bytes = modelzoo_support::input::read_bounded(&file, 256 << 20, "op inventory").ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let list = |v: &serde_json::Value| v.as_array().cloned().unwrap_or_default();
     let device_ops = list(&json["device_ops"]);
     let calls = device_ops
@@ -289,4 +355,61 @@ pub(crate) fn read_inventory(dir: &Path, started: SystemTime) -> Option<Inventor
         coverage_rate: json["coverage"]["rate_percent"].as_f64().unwrap_or(0.0),
         coverage_txt: dir.join("coverage.rank0.txt"),
     })
+}
+
+#[cfg(test)]
+mod console_tests {
+    use super::*;
+
+    /// Issue #38 D12: a console of 3 GiB (sparse: nothing real written) is read as its first
+    /// and last bytes only, the last from a line start.
+    #[test]
+    fn a_large_console_is_read_as_its_start_and_end_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let console = tmp.path().join("baseline.log");
+        std::fs::write(&console, "Torch-SDAA | 2.1.1\n").unwrap();
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&console)
+            .unwrap();
+        f.set_len(3 << 30).unwrap();
+        let mut f = f;
+        std::io::Write::write_all(&mut f, b"x\nTraceback (most recent call last):\nlast line\n")
+            .unwrap();
+        let text = ConsoleText::read(&console);
+        assert!(text.unread.is_none());
+        assert_eq!(text.start.len() as u64, CONSOLE_START);
+        assert!(text.end.len() as u64 <= CONSOLE_END);
+        assert!(text.end.ends_with("Traceback (most recent call last):\nlast line\n"));
+        assert_eq!(banner(&text.start).as_deref(), Some("Torch-SDAA | 2.1.1"));
+        // A small console is read whole, start and end alike.
+        std::fs::write(&console, "a\nb\n").unwrap();
+        let text = ConsoleText::read(&console);
+        assert_eq!((text.start.as_str(), text.end.as_str()), ("a\nb\n", "a\nb\n"));
+    }
+
+    /// Issue #38 C9: a console the command replaced with a FIFO is refused at once (port
+    /// blocked on it forever, deaf to SIGTERM), and says so.
+    #[test]
+    fn a_console_replaced_by_a_fifo_is_not_waited_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let console = tmp.path().join("candidate.log");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&console)
+            .status()
+            .unwrap()
+            .success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let c = console.clone();
+        std::thread::spawn(move || {
+            let text = ConsoleText::read(&c);
+            let found = find_loss(c.parent().unwrap(), &c, None, None).map(|_| ());
+            tx.send((text.unread, found)).unwrap();
+        });
+        let (unread, found) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("blocked on a FIFO");
+        assert!(unread.unwrap().contains("is a FIFO"));
+        assert!(found.unwrap_err().contains("is a FIFO"));
+    }
 }
