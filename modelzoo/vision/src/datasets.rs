@@ -164,6 +164,46 @@ thread_local! {
     static DECODED: RefCell<RgbPixels> = RefCell::new(RgbPixels::default());
 }
 
+/// The largest image file read: ImageNet's largest JPEG is about 15 MB and the decoder's own
+/// limit is far below what a larger file could hold, so a bigger "image" is refused before it
+/// is read (two 2 GB files named `.jpg` once took run_resnet to 4.4 GB). docs/run_resnet.md,
+/// "Input bounds".
+pub const MAX_IMAGE_BYTES: u64 = 64 << 20;
+
+/// The bytes of an image file, checked before it is read whole: a regular file (a FIFO named
+/// `.jpg` would block a loader thread), at most [`MAX_IMAGE_BYTES`], and starting with a JPEG or
+/// PNG signature (what the decoder reads), so a large file of anything else is never read past
+/// its first bytes. The error is the reason, for the loader's skip message.
+pub fn read_image(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut file = modelzoo_support::input::open_bounded(path, MAX_IMAGE_BYTES, "image")
+        .map_err(|e| e.reason())?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(8);
+    (&mut file)
+        .take(8)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    const JPEG: &[u8] = &[0xff, 0xd8, 0xff];
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
+    if !(bytes.starts_with(JPEG) || bytes.starts_with(PNG)) {
+        return Err(format!(
+            "not a JPEG or PNG image (it starts with {:02x?}): not read further",
+            &bytes[..bytes.len().min(8)]
+        ));
+    }
+    bytes.reserve(size.min(MAX_IMAGE_BYTES) as usize);
+    file.take(MAX_IMAGE_BYTES + 1 - bytes.len() as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(format!(
+            "grew past {MAX_IMAGE_BYTES} bytes, the most an image may be, while it was read"
+        ));
+    }
+    Ok(bytes)
+}
+
 fn is_image(p: &Path) -> bool {
     p.extension()
         .and_then(|e| e.to_str())
@@ -268,7 +308,7 @@ impl Dataset for ImageFolder {
                 out.len()
             )));
         }
-        let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let bytes = read_image(path).map_err(err)?;
         DECODED
             .with(|cell| {
                 let mut px = cell.borrow_mut();
@@ -374,13 +414,18 @@ impl Cifar10 {
         }
         let mut records = Vec::new();
         for f in files {
-            let bytes = std::fs::read(&f).map_err(|source| match source.kind() {
-                std::io::ErrorKind::NotFound => DataError::Missing(f.clone()),
-                _ => DataError::Io {
-                    path: f.clone(),
-                    source,
-                },
-            })?;
+            // A regular file (a FIFO would block) of at most 1 GiB (a CIFAR-10 batch is 30 MB).
+            let bytes = modelzoo_support::input::read_bounded(&f, 1 << 30, "CIFAR-10 batch")
+                .map_err(|e| {
+                    if e.is_not_found() {
+                        DataError::Missing(f.clone())
+                    } else {
+                        DataError::Io {
+                            path: f.clone(),
+                            source: e.into_io_reason(),
+                        }
+                    }
+                })?;
             if bytes.is_empty() || bytes.len() % CIFAR_RECORD != 0 {
                 return Err(DataError::CifarSize {
                     path: f,

@@ -183,7 +183,7 @@ fn corrupt_and_truncated_jpegs_are_skipped_and_counted_on_every_path() {
         let first = BatchSource::first_skip(&l).unwrap();
         assert!(
             first.contains("cut.JPEG") && first.contains("Premature end of JPEG file")
-                || first.contains("junk.JPEG") && first.contains("cannot decode"),
+                || first.contains("junk.JPEG") && first.contains("not a JPEG or PNG image"),
             "{first}"
         );
     }
@@ -213,4 +213,45 @@ fn batches_pinned_for_cuda_hold_the_same_values() {
         assert!(images.equal(&b.images), "pinning changes no value");
         assert_eq!(b.images.is_pinned(cuda), can_pin);
     }
+}
+
+/// Issue #38 D12/C9: an image file is checked before it is read whole — one past the bound
+/// (sparse, with a JPEG signature) is refused from its size, a large file without a JPEG or PNG
+/// signature after its first 8 bytes, a FIFO named `.jpg` at once — and the loader skips each
+/// with that reason.
+#[test]
+fn image_files_are_checked_before_they_are_read_whole() {
+    use modelzoo_vision::datasets::{read_image, MAX_IMAGE_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jpg");
+    std::fs::write(&big, [0xff, 0xd8, 0xff, 0xe0]).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&big)
+        .unwrap()
+        .set_len(MAX_IMAGE_BYTES + 1)
+        .unwrap();
+    let err = read_image(&big).unwrap_err();
+    assert!(err.contains("larger than 67108864 bytes"), "{err}");
+    let foreign = dir.path().join("foreign.jpg");
+    std::fs::File::create(&foreign)
+        .unwrap()
+        .set_len(MAX_IMAGE_BYTES)
+        .unwrap();
+    let err = read_image(&foreign).unwrap_err();
+    assert!(err.contains("not a JPEG or PNG image"), "{err}");
+    let fifo = dir.path().join("pipe.jpg");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(read_image(&fifo).unwrap_err()).unwrap());
+    let err = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("blocked on a FIFO");
+    assert!(err.contains("a FIFO"), "{err}");
+    write_jpeg(&dir.path().join("ok.jpg"), 8, 8, 1);
+    assert!(read_image(&dir.path().join("ok.jpg")).is_ok());
 }
