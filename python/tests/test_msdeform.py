@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "modelzoo", "ops"))
 
 from modelzoo_ops.msdeform import (  # noqa: E402
-    ms_deform_attn, ms_deform_attn_faulty, ms_deform_attn_twin)
+    KERNELS_ENV, ms_deform_attn, ms_deform_attn_faulty, ms_deform_attn_twin)
 from modelzoo_ops.msdeform.inputs import cases, make  # noqa: E402
 
 # Error allowed against the float64 twin, relative to the largest magnitude of the reference
@@ -47,6 +47,23 @@ def to64(args):
                  else a.cpu() for a in args)
 
 
+class kernel_set:
+    """MODELZOO_MSDEFORM_KERNELS set for a block, restored after."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.saved = os.environ.get(KERNELS_ENV)
+        os.environ[KERNELS_ENV] = self.name
+
+    def __exit__(self, *exc):
+        if self.saved is None:
+            os.environ.pop(KERNELS_ENV, None)
+        else:
+            os.environ[KERNELS_ENV] = self.saved
+
+
 def max_rel_error(got, want):
     scale = want.abs().max().clamp_min(1e-6)
     return ((got.detach().cpu().double() - want.detach()).abs().max() / scale).item()
@@ -64,6 +81,46 @@ class AgainstTwinTest(unittest.TestCase):
                 self.assertEqual(a.shape, b.shape, f"{name} {what}")
                 torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12, msg=f"{name} {what}")
         self.assertEqual(len(names), 3)
+
+    def test_both_kernel_sets_equal_the_twin(self):
+        # MODELZOO_MSDEFORM_KERNELS=index: index_select + matmul and index_add_ instead of
+        # ATen's EmbeddingBag kernels; the same results.
+        _, args, _ = next(cases(torch.float64, "cpu", 4))
+        g = torch.randn(2, 5, 8, dtype=torch.float64)
+        want = run(ms_deform_attn_twin, args, g)
+        for kernels in ("bag", "index"):
+            with kernel_set(kernels):
+                for what, a, b in zip(("out", "value", "loc", "attn"),
+                                      run(ms_deform_attn, args, g), want):
+                    torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12,
+                                               msg=f"{kernels} {what}")
+        with kernel_set("cuda"), self.assertRaisesRegex(ValueError, "is not a kernel set"):
+            ms_deform_attn(*args)
+
+    def test_chunked_queries_give_the_same_result(self):
+        # One query per chunk (the budgets set to 1): the chunks' gradients add up.
+        import modelzoo_ops.msdeform as msdeform
+        _, args, _ = next(cases(torch.float64, "cpu", 6))
+        g = torch.randn(2, 5, 8, dtype=torch.float64)
+        want = run(ms_deform_attn_twin, args, g)
+        saved = (msdeform.CHUNK_CORNERS, msdeform.CHUNK_ELEMENTS,
+                 msdeform.CHUNK_AT_LEAST_VALUE_ROWS)
+        for kernels in ("bag", "index"):
+            self.assertEqual(len(msdeform._chunks(args[3], 4, kernels, 320)), 1)
+        msdeform.CHUNK_CORNERS = msdeform.CHUNK_ELEMENTS = 1
+        msdeform.CHUNK_AT_LEAST_VALUE_ROWS = False
+        try:
+            for kernels in ("bag", "index"):
+                self.assertEqual(len(msdeform._chunks(args[3], 4, kernels, 320)), 5)
+            for kernels in ("bag", "index"):
+                with kernel_set(kernels):
+                    for what, a, b in zip(("out", "value", "loc", "attn"),
+                                          run(ms_deform_attn, args, g), want):
+                        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12,
+                                                   msg=f"{kernels} {what}")
+        finally:
+            (msdeform.CHUNK_CORNERS, msdeform.CHUNK_ELEMENTS,
+             msdeform.CHUNK_AT_LEAST_VALUE_ROWS) = saved
 
     def test_backward_passes_gradcheck(self):
         # Tiny, non-square levels; points inside and past the borders (none on a pixel

@@ -87,7 +87,10 @@ KERNELS_ENV = "MODELZOO_MSDEFORM_KERNELS"
 
 # Per chunk of queries: at most this many corners (bag) or gathered elements, corners x D
 # (index). The op's extra memory is bounded by a few chunks, whatever the number of queries.
-CHUNK_CORNERS = 1 << 19
+# A bag chunk also holds at least as many corners as value has rows: each chunk's gradient of
+# value is a dense (rows, D) tensor added to the total, a cost kept below the chunk's own work.
+CHUNK_CORNERS = 1 << 16
+CHUNK_AT_LEAST_VALUE_ROWS = True
 CHUNK_ELEMENTS = 1 << 20
 
 
@@ -145,13 +148,17 @@ def _corners(spatial_shapes, level_start_index, loc, seq_len, fault_level):
     return rows, wx4, wy4, sx, sy
 
 
-def _chunks(loc, d, kernels):
-    """Query ranges of at most CHUNK_CORNERS corners (bag) or CHUNK_ELEMENTS gathered
-    elements (index)."""
+def _chunks(loc, d, kernels, value_rows):
+    """Query ranges of at most max(CHUNK_CORNERS, value_rows) corners (bag) or CHUNK_ELEMENTS
+    gathered elements (index)."""
     n, lq, m, levels, points, _ = loc.shape
     corners = n * m * levels * points * 4
     per_query = max(1, corners if kernels == "bag" else corners * d)
-    step = max(1, (CHUNK_CORNERS if kernels == "bag" else CHUNK_ELEMENTS) // per_query)
+    if kernels == "bag":
+        budget = max(CHUNK_CORNERS, value_rows if CHUNK_AT_LEAST_VALUE_ROWS else 0)
+    else:
+        budget = CHUNK_ELEMENTS
+    step = max(1, budget // per_query)
     return [(q, min(q + step, lq)) for q in range(0, lq, step)]
 
 
@@ -179,7 +186,7 @@ def _forward(value, spatial_shapes, level_start_index, loc, attn, fault_level):
     kernels = _kernels()
     value_rows = value.reshape(n * seq_len * m, d)
     out = value.new_empty(n, lq, m * d)
-    for q0, q1 in _chunks(loc, d, kernels):
+    for q0, q1 in _chunks(loc, d, kernels, value_rows.shape[0]):
         rows, wx, wy, _, _ = _corners(spatial_shapes, level_start_index, loc[:, q0:q1], seq_len,
                                       fault_level)
         weight = attn[:, q0:q1].unsqueeze(-1) * wx * wy
@@ -206,7 +213,7 @@ def _backward(grad_out, value, spatial_shapes, level_start_index, loc, attn, fau
     shapes = spatial_shapes.to(device=loc.device, dtype=loc.dtype)
     h = shapes[:, 0].view(1, 1, 1, levels, 1)
     w = shapes[:, 1].view(1, 1, 1, levels, 1)
-    for q0, q1 in _chunks(loc, d, kernels):
+    for q0, q1 in _chunks(loc, d, kernels, value_rows.shape[0]):
         rows, wx, wy, sx, sy = _corners(spatial_shapes, level_start_index, loc[:, q0:q1],
                                         seq_len, fault_level)
         a = attn[:, q0:q1]
