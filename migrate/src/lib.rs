@@ -9,6 +9,7 @@ mod diff;
 pub mod meter;
 pub mod pysrc;
 pub mod record;
+mod regular;
 pub mod report;
 pub mod rules;
 pub mod tree;

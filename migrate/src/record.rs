@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::report::{display_path, Finding, Report, WrittenFile};
-use crate::RULES;
+use crate::rules::RULES;
 
 /// The record's file name, in the migrated directory.
 pub const RECORD_FILE: &str = "MIGRATION.md";
@@ -48,7 +48,7 @@ pub(crate) fn ours_or_absent(path: &Path) -> bool {
     match std::fs::symlink_metadata(path) {
         Err(_) => true,
         Ok(m) if !m.is_file() => false,
-        Ok(_) => crate::tree::read_regular(path)
+        Ok(_) => crate::regular::read_regular(path)
             .is_ok_and(|t| String::from_utf8_lossy(&t).contains(MARKER)),
     }
 }
@@ -62,7 +62,7 @@ pub(crate) fn load(root: &Path) -> Record {
     if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
         return record;
     }
-    let Some(text) = crate::tree::read_regular(&path)
+    let Some(text) = crate::regular::read_regular(&path)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
     else {
@@ -127,7 +127,7 @@ impl LineIndex {
 
     /// The index of the regular file at `path` (never a link), or `None`.
     fn read(path: &Path) -> Option<LineIndex> {
-        let bytes = crate::tree::read_regular(path).ok()?;
+        let bytes = crate::regular::read_regular(path).ok()?;
         Some(LineIndex::new(&String::from_utf8(bytes).ok()?))
     }
 
@@ -186,6 +186,7 @@ pub(crate) fn render(report: &Report, written: &[WrittenFile]) -> String {
     if !written.is_empty() {
         let _ = writeln!(out);
     }
+    out.push_str(&crate::custom_ops::render_markdown(&report.custom_ops));
     let _ = writeln!(out, "## Needs a person ({})\n", report.findings.len());
     crate::render_findings_and_skipped(&mut out, report);
     let _ = writeln!(

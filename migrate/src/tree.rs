@@ -3,6 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use crate::regular::{not_regular, read_regular};
 use crate::report::{display_path, quote_path, FileChange, Finding, Report, Skipped, WrittenFile};
 use crate::rules::{migrate_text_in, Context, FileKind, Note};
 
@@ -215,27 +216,6 @@ pub fn skip_dir(entry: &walkdir::DirEntry) -> bool {
         || entry.path().join("pyvenv.cfg").is_file()
 }
 
-/// What a directory entry is when it is not a regular file (so it is never opened: reading a
-/// FIFO blocks until something writes to it, a device may never end), or `None`.
-fn not_regular(ft: std::fs::FileType) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
-    if ft.is_file() || ft.is_dir() {
-        None
-    } else if ft.is_symlink() {
-        Some("a symbolic link")
-    } else if ft.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if ft.is_socket() {
-        Some("a socket")
-    } else if ft.is_char_device() {
-        Some("a character device")
-    } else if ft.is_block_device() {
-        Some("a block device")
-    } else {
-        Some("not a regular file")
-    }
-}
-
 /// Why a file the migration would read is skipped because of what it is.
 fn not_regular_reason(what: &str) -> String {
     if what == "a symbolic link" {
@@ -248,28 +228,6 @@ fn not_regular_reason(what: &str) -> String {
              regular file to migrate it"
         )
     }
-}
-
-/// Reads `path` only if it is a regular file, without ever blocking: it is opened
-/// non-blocking and without following a link, and checked after opening, so a FIFO, socket or
-/// device that took the file's place after the walk is refused with what it is, not read.
-pub(crate) fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if let Some(what) = not_regular(meta.file_type()) {
-        return Err(std::io::Error::other(format!(
-            "{what}, not a regular file: not read; put the regular file back and run the \
-             migration again"
-        )));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 /// Migrates every Python, shell and CUDA file under `root` in memory (a dry run).
@@ -402,6 +360,7 @@ pub fn scan(root: &Path) -> Result<Report, MigrateError> {
         .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     report.written_before = record.written;
+    report.custom_ops = crate::custom_ops::find(root);
     Ok(report)
 }
 

@@ -5,8 +5,13 @@
 
 pub mod compare;
 pub mod diff;
+pub mod finding;
+#[cfg(test)]
+mod house;
 pub mod layout;
 pub mod losspy;
 mod markdown;
+mod render;
 pub mod report;
 pub mod review;
+pub mod rules;

@@ -9,6 +9,7 @@ import ctypes
 import torch
 
 from . import _lib
+from ._select import _checked, _index, current_device, device_count  # noqa: F401
 from ._streams import (  # noqa: F401  (the torch.sdaa API)
     Event,
     Stream,
@@ -45,46 +46,8 @@ def __getattr__(name):
     raise AttributeError(f"module 'torch.sdaa' has no attribute {name!r}")
 
 
-def _index(device=None):
-    """The device index of an int, 'sdaa:i', torch.device or None (the current device)."""
-    if isinstance(device, str):
-        device = torch.device(device)
-    if isinstance(device, torch.device):
-        if device.type != "sdaa":
-            raise ValueError(f"torch.sdaa: expected an sdaa device, got {device}")
-        device = device.index
-    if device is None:
-        return current_device()
-    if not isinstance(device, int):
-        raise TypeError(f"torch.sdaa: expected a device index, 'sdaa:i' or torch.device, got {device!r}")
-    return device
-
-
-def _checked(device):
-    index = _index(device)
-    count = device_count()
-    if not 0 <= index < count:
-        raise RuntimeError(
-            f"torch.sdaa (SDAA EMULATOR): invalid device sdaa:{index}; the emulator shows {count} "
-            "(SDAA_EMULATOR_DEVICES, SDAA_VISIBLE_DEVICES)"
-        )
-    return index
-
-
 def is_available() -> bool:
     return device_count() > 0
-
-
-def device_count() -> int:
-    n = ctypes.c_int()
-    _rt.check(_rt.get_device_count(ctypes.byref(n)), "sdaaGetDeviceCount")
-    return n.value
-
-
-def current_device() -> int:
-    d = ctypes.c_int()
-    _rt.check(_rt.get_device(ctypes.byref(d)), "sdaaGetDevice")
-    return d.value
 
 
 # Whether this process has used a device yet (see is_initialized).

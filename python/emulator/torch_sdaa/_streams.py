@@ -8,11 +8,7 @@ import time
 
 import torch
 
-
-def _index(device):
-    from ._device import _index as index  # _device imports this module
-
-    return index(device)
+from ._select import _index, _select, current_device
 
 
 class Stream(torch.Stream):
@@ -70,8 +66,6 @@ class StreamContext:
     def __enter__(self):
         if self.stream is None:
             return
-        from ._device import current_device
-
         self.prev_device = current_device()
         self.prev_stream = current_stream(self.stream.device_index)
         set_stream(self.stream)
@@ -79,10 +73,8 @@ class StreamContext:
     def __exit__(self, *exc):
         if self.stream is None:
             return False
-        from ._device import set_device
-
         set_stream(self.prev_stream)
-        set_device(self.prev_device)
+        _select(self.prev_device)
         return False
 
 

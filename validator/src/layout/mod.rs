@@ -10,7 +10,6 @@
 mod index;
 mod python;
 mod readme;
-mod render;
 mod rust_crate;
 
 use std::collections::HashMap;
@@ -19,171 +18,20 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use model_config::zoo_cases::{self, IndexFormat};
 use python::check_python;
 use rust_crate::{bin_names, check_rust_crate};
 
+pub use crate::finding::{DirReport, Finding, ModelKind};
+pub use crate::render::{location, render_json, render_junit, render_text, summarize, Summary};
+use crate::rules::MAX_CHECKED_BYTES;
+pub use crate::rules::{all_rules, severity_of, Rule, Severity, LAYOUT_RULES as RULES};
 pub use index::ModelIndex;
 pub use readme::README_SECTIONS;
-pub use render::{location, render_json, render_junit, render_text, summarize, Summary};
-
-/// How bad a finding is. `error`: the model cannot run as submitted, or a claim it makes is
-/// false; `warning`: likely wrong, a reviewer would send it back; `info`: worth knowing, not a
-/// violation. Errors and warnings are violations (exit 1); info findings alone exit 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-    Info,
-}
-
-impl Severity {
-    /// The word used in every output: `error`, `warning`, `info`.
-    pub fn word(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
-    }
-
-    /// Whether a finding of this severity is a violation (fails the check).
-    pub fn is_violation(self) -> bool {
-        self != Severity::Info
-    }
-}
-
-impl std::fmt::Display for Severity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.word())
-    }
-}
-
-/// One rule: a stable id (used in output and `--list-rules`), its severity and what it asks
-/// for.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Rule {
-    pub id: &'static str,
-    pub severity: Severity,
-    pub description: &'static str,
-}
-
-/// Every rule `validate` checks, in the order they are checked.
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "layout.readme",
-        severity: Severity::Error,
-        description: "the model directory has a README.md",
-    },
-    Rule {
-        id: "layout.requirements",
-        severity: Severity::Error,
-        description: "a Python model directory has requirements.txt",
-    },
-    Rule {
-        id: "layout.run-scripts",
-        severity: Severity::Error,
-        description: "a Python model directory has run_scripts/ holding run_<model>.py, argument.py, formate_cmd.py and README.md",
-    },
-    Rule {
-        id: "crate.run-binary",
-        severity: Severity::Error,
-        description: "a Rust model crate declares a run_<model> binary in Cargo.toml and its source file exists",
-    },
-    Rule {
-        id: "crate.spec",
-        severity: Severity::Error,
-        description: "a Rust model crate has spec.yaml, a valid argument spec that merges with the ModelZoo standard spec",
-    },
-    Rule {
-        id: "readme.encoding",
-        severity: Severity::Warning,
-        description: "README files are UTF-8 text",
-    },
-    Rule {
-        id: "readme.sections",
-        severity: Severity::Warning,
-        description: "the model README has the sections model introduction, dataset preparation, environment (Docker) preparation, start training, training results (English or Chinese headings)",
-    },
-    Rule {
-        id: "readme.results-table",
-        severity: Severity::Warning,
-        description: "the model README's training results section holds a table of results (the runs' arguments and the accuracy reached)",
-    },
-    Rule {
-        id: "readme.placeholders",
-        severity: Severity::Warning,
-        description: "README files hold no placeholders: TODO, FIXME, TBD, 待补充, 待填写 or an unrendered {{variable}} outside code and HTML comments (a fresh `modelzoo new` scaffold is not finished)",
-    },
-    Rule {
-        id: "args.documented",
-        severity: Severity::Warning,
-        description: "the run_scripts README (a crate's README) has an entry (a table row's first cell, or a --name) for model_name, batch_size, epoch, step, dataset_path, lr, device, autocast, plus nproc_per_node for DDP models and nnode, node_rank for multi-node models",
-    },
-    Rule {
-        id: "args.step",
-        severity: Severity::Error,
-        description: "the argument parser accepts --step (argument.py, or the crate's merged argument spec)",
-    },
-    Rule {
-        id: "requirements.no-framework",
-        severity: Severity::Error,
-        description: "requirements.txt does not list torch or paddle (the SDAA environment provides them)",
-    },
-    Rule {
-        id: "model-yaml.entry",
-        severity: Severity::Error,
-        description: "model.yaml (given with --model-yaml, or found as model_config/model.yaml in an ancestor directory) has an entry for the model",
-    },
-    Rule {
-        id: "fs.readable",
-        severity: Severity::Error,
-        description: "every file and directory the rules look at can be read (I/O errors, symlink loops and files that are not regular files, e.g. a FIFO, are reported here; those are never opened)",
-    },
-    Rule {
-        id: "fs.size",
-        severity: Severity::Warning,
-        description: "a README, requirements.txt, spec or script the rules read is at most 4 MiB (larger is not a source file: only its first 4 MiB are checked, so memory stays bounded)",
-    },
-];
-
-/// The most of one file the layout rules read: validate's memory stays bounded whatever a
-/// file's size (a 2 GB README used to be held twice).
-pub(crate) const MAX_CHECKED_BYTES: u64 = 4 << 20;
 
 /// The largest model.yaml or case file validate reads (the public ModelZoo's is a few KiB); a
 /// larger one is an error, never held in memory.
 pub(crate) const MAX_INDEX_BYTES: u64 = 16 << 20;
-
-/// Every rule `validate` reports: [`RULES`] (model directories), the ModelZoo case file's
-/// (`zoo-case.*`, defined with its parser in `model_config::zoo_cases`; all errors), then the
-/// review's cross-file and zoo-wide rules ([`crate::review::RULES`]).
-pub fn all_rules() -> impl Iterator<Item = Rule> {
-    RULES
-        .iter()
-        .copied()
-        .chain(
-            model_config::zoo_cases::RULES
-                .iter()
-                .map(|&(id, description)| Rule {
-                    id,
-                    severity: Severity::Error,
-                    description,
-                }),
-        )
-        .chain(crate::review::RULES.iter().copied())
-}
-
-/// The severity of a rule id (an id no rule has is an error).
-pub fn severity_of(rule: &str) -> Severity {
-    all_rules()
-        .find(|r| r.id == rule)
-        .map(|r| r.severity)
-        .unwrap_or(Severity::Error)
-}
 
 /// The arguments every run_scripts README must document (adaptation guide §3.3).
 pub const DOCUMENTED_ARGS: &[&str] = &[
@@ -196,80 +44,6 @@ pub const DOCUMENTED_ARGS: &[&str] = &[
     "device",
     "autocast",
 ];
-
-/// One finding: the file (or directory) it is about, the line when it is about one, the
-/// rule (whose severity it has), and what to do.
-#[derive(Debug, Clone)]
-pub struct Finding {
-    pub path: PathBuf,
-    /// 1-based line in `path`; left out of the JSON when there is none.
-    pub line: Option<usize>,
-    pub rule: &'static str,
-    pub message: String,
-}
-
-impl Finding {
-    /// The rule's severity.
-    pub fn severity(&self) -> Severity {
-        severity_of(self.rule)
-    }
-}
-
-impl Serialize for Finding {
-    /// `{"path", "line"?, "rule", "severity", "message"}`.
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Finding", 5)?;
-        st.serialize_field("path", &self.path)?;
-        match self.line {
-            Some(line) => st.serialize_field("line", &line)?,
-            None => st.skip_field("line")?,
-        }
-        st.serialize_field("rule", self.rule)?;
-        st.serialize_field("severity", &self.severity())?;
-        st.serialize_field("message", &self.message)?;
-        st.end()
-    }
-}
-
-/// What kind of model directory was recognised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ModelKind {
-    /// Tecorigin ModelZoo layout with `run_scripts/`.
-    Python,
-    /// A Rust model crate of this repository.
-    RustCrate,
-    /// Not a model directory: a path `--all` could not walk (it carries `fs.readable` findings).
-    Unwalkable,
-    /// The public ModelZoo's case file (`PyTorch/contrib/model_config/model.yaml`), checked
-    /// against the `zoo-case.*` rules.
-    ZooCases,
-}
-
-/// The result for one model directory.
-#[derive(Debug, Clone, Serialize)]
-pub struct DirReport {
-    pub dir: PathBuf,
-    pub kind: ModelKind,
-    pub findings: Vec<Finding>,
-    /// The CUDA/SDAA log pairs (or combined loss files) the review compared, with the
-    /// ModelZoo rule's figures on each; left out of the JSON when there are none.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub compared: Vec<crate::review::LossPair>,
-}
-
-impl DirReport {
-    /// The worst severity among its findings, if any.
-    pub fn worst(&self) -> Option<Severity> {
-        self.findings.iter().map(Finding::severity).min()
-    }
-
-    /// Whether it has a violation (an error or a warning).
-    pub fn has_violations(&self) -> bool {
-        self.findings.iter().any(|f| f.severity().is_violation())
-    }
-}
 
 /// Reasons `validate` cannot run at all (exit 2), as opposed to violations (exit 1).
 #[derive(Debug, thiserror::Error)]

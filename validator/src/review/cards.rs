@@ -3,7 +3,7 @@
 
 use super::commands::{Cmd, Commands, Source};
 use super::Context;
-use crate::layout::Finding;
+use crate::finding::Finding;
 use crate::markdown;
 
 /// Phrases that claim one card.

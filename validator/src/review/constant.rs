@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::files::{line_of, read_text};
 use super::Context;
-use crate::layout::Finding;
+use crate::finding::Finding;
 
 /// Python files that compare losses: `loss.py`, `compare_loss.py`, `*loss*.py`, `*compare*.py`.
 fn is_comparison_script(name: &str) -> bool {

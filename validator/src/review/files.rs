@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Most entries listed per model directory; beyond it the listing stops (and says so).
 pub(crate) const MAX_ENTRIES: usize = 100_000;
 /// Most bytes of a text file (README, script, requirements) the rules read.
-pub(crate) const MAX_TEXT: u64 = crate::layout::MAX_CHECKED_BYTES;
+pub(crate) const MAX_TEXT: u64 = crate::rules::MAX_CHECKED_BYTES;
 /// Most bytes of a log the rules stream.
 pub(crate) const MAX_LOG: u64 = 1 << 30;
 /// Longest log line kept whole; the rest of a longer line is skipped.

@@ -17,7 +17,7 @@ use regex::Regex;
 use super::files::read_text;
 use super::requirements::{dist_name, is_requirements};
 use super::Context;
-use crate::layout::Finding;
+use crate::finding::Finding;
 
 /// Most Python files read per model directory.
 const MAX_PY_FILES: usize = 5_000;

@@ -13,44 +13,17 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde::Serialize;
 
 use super::commands::{Commands, Source};
 use super::files::{for_each_line, line_of, read_text, same_bytes};
 use super::Context;
 use crate::compare::{read_series_of_first, DEFAULT_METRIC, METRIC_FALLBACKS};
-use crate::layout::Finding;
+use crate::finding::{Finding, LossPair, PairSource};
 use crate::losspy;
 
 /// loss.py's thresholds.
 const MEAN_REL: f64 = 0.05;
 const MEAN_DIFF: f64 = 0.0002;
-
-/// Where a compared pair's values come from.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum PairSource {
-    /// A CUDA log and an SDAA log.
-    Logs { cuda: PathBuf, sdaa: PathBuf },
-    /// One file with `=== CUDA ===` / `=== SDAA ===` rows (the build-in models' `*_loss.txt`).
-    Combined { file: PathBuf },
-}
-
-/// A CUDA/SDAA pair the review compared, with what the ModelZoo rule gives on it.
-#[derive(Debug, Clone, Serialize)]
-pub struct LossPair {
-    #[serde(flatten)]
-    pub source: PairSource,
-    /// How the values were read: `loss.py` (its regexes) or `log reader` (train.loss, rank 0).
-    pub read_as: &'static str,
-    pub cuda_values: usize,
-    pub sdaa_values: usize,
-    /// Steps compared (the shorter series).
-    pub steps: usize,
-    pub mean_relative_error: f64,
-    pub mean_absolute_error: f64,
-    pub pass: bool,
-}
 
 impl LossPair {
     /// The two series again (for the report's picture): (cuda, sdaa), cut to the shorter.

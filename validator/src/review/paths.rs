@@ -9,7 +9,7 @@ use regex::Regex;
 use super::commands::{Cmd, Commands, Cwd, Source};
 use super::files::normalise;
 use super::Context;
-use crate::layout::Finding;
+use crate::finding::Finding;
 use crate::markdown;
 
 /// Options whose value is a file the command reads.

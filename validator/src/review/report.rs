@@ -9,9 +9,10 @@ use std::path::Path;
 use modelzoo_support::markdown as md;
 use plotters::prelude::*;
 
-use super::logs::{LossPair, PairSource};
-use crate::layout::{location, summarize, DirReport, Severity};
+use crate::finding::{DirReport, LossPair, PairSource};
+use crate::render::{location, summarize};
 use crate::report::MAX_PLOT_POINTS;
+use crate::rules::Severity;
 
 /// Reports in reading order: the worst severity first, then more violations first, then path.
 fn ordered(reports: &[DirReport]) -> Vec<&DirReport> {

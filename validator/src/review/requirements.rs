@@ -3,7 +3,7 @@
 
 use super::files::read_text;
 use super::Context;
-use crate::layout::Finding;
+use crate::finding::Finding;
 
 /// Whether a file name is a requirements file (`requirements.txt`, `requirement.txt`,
 /// `requirements_exact.txt`, `requirements-dev.txt`, ...).

@@ -9,7 +9,7 @@ use regex::Regex;
 
 use super::files::read_text;
 use super::Context;
-use crate::layout::{DirReport, Finding};
+use crate::finding::{DirReport, Finding};
 
 /// GitHub refuses files over 100 MiB.
 pub(crate) const MAX_FILE: u64 = 100 << 20;
@@ -291,8 +291,8 @@ pub(super) fn near_duplicates(reports: &mut [DirReport]) {
     };
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, r) in reports.iter().enumerate() {
-        if r.kind == crate::layout::ModelKind::Python
-            || r.kind == crate::layout::ModelKind::RustCrate
+        if r.kind == crate::finding::ModelKind::Python
+            || r.kind == crate::finding::ModelKind::RustCrate
         {
             let k = key(&r.dir);
             if !k.is_empty() {

@@ -3,7 +3,8 @@
 use modelzoo_support::junit::{Case, Layout, Outcome, Suite};
 use serde::Serialize;
 
-use super::{DirReport, Finding, ModelKind, Severity};
+use crate::finding::{DirReport, Finding, ModelKind};
+use crate::rules::Severity;
 
 /// Totals over a run. A violation is an error or a warning; a directory with info findings
 /// only is clean.
