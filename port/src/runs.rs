@@ -293,10 +293,7 @@ impl ConsoleText {
             let _ = file.take(CONSOLE_END).read_to_end(&mut bytes);
         }
         // From the first whole line on.
-        let from = bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
+        let from = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
         text.end = String::from_utf8_lossy(&bytes[from..]).into_owned();
         text
     }
@@ -374,18 +371,26 @@ mod console_tests {
             .unwrap();
         f.set_len(3 << 30).unwrap();
         let mut f = f;
-        std::io::Write::write_all(&mut f, b"x\nTraceback (most recent call last):\nlast line\n")
-            .unwrap();
+        std::io::Write::write_all(
+            &mut f,
+            b"x\nTraceback (most recent call last):\nlast line\n",
+        )
+        .unwrap();
         let text = ConsoleText::read(&console);
         assert!(text.unread.is_none());
         assert_eq!(text.start.len() as u64, CONSOLE_START);
         assert!(text.end.len() as u64 <= CONSOLE_END);
-        assert!(text.end.ends_with("Traceback (most recent call last):\nlast line\n"));
+        assert!(text
+            .end
+            .ends_with("Traceback (most recent call last):\nlast line\n"));
         assert_eq!(banner(&text.start).as_deref(), Some("Torch-SDAA | 2.1.1"));
         // A small console is read whole, start and end alike.
         std::fs::write(&console, "a\nb\n").unwrap();
         let text = ConsoleText::read(&console);
-        assert_eq!((text.start.as_str(), text.end.as_str()), ("a\nb\n", "a\nb\n"));
+        assert_eq!(
+            (text.start.as_str(), text.end.as_str()),
+            ("a\nb\n", "a\nb\n")
+        );
     }
 
     /// Issue #38 C9: a console the command replaced with a FIFO is refused at once (port

@@ -317,10 +317,7 @@ mod tests {
     #[test]
     fn a_character_device_is_refused() {
         let err = read_bounded(Path::new("/dev/zero"), 1 << 20, "--pretrained").unwrap_err();
-        assert!(
-            err.to_string().contains("is a character device"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("is a character device"), "{err}");
     }
 
     #[test]

@@ -296,7 +296,10 @@ fn read_documents(file: &Path, docs: &mut Vec<String>) -> Result<(), DataError> 
         }
         n += 1;
         if read == Line::TooLong {
-            return Err(too_long(n, if jsonl { "the line" } else { "the paragraph" }));
+            return Err(too_long(
+                n,
+                if jsonl { "the line" } else { "the paragraph" },
+            ));
         }
         let text = std::str::from_utf8(&line)
             .map_err(|e| format(format!("line {n}: not UTF-8 text: {e}")))?;

@@ -310,7 +310,10 @@ fn tokenizer_json_is_a_regular_file_within_its_bound() {
     let fifo = dir.path().join("tokenizer.json");
     mkfifo(&fifo);
     let err = within_10s(move || Tokenizer::load(Some(&fifo)).unwrap_err().to_string());
-    assert!(err.contains("tokenizer.json") && err.contains("a FIFO"), "{err}");
+    assert!(
+        err.contains("tokenizer.json") && err.contains("a FIFO"),
+        "{err}"
+    );
     let err = Tokenizer::load(Some(Path::new("/dev/zero")))
         .unwrap_err()
         .to_string();
@@ -366,14 +369,23 @@ fn corpus_files_are_streamed_within_their_bounds() {
         .unwrap();
     let started = std::time::Instant::now();
     let err = open(&huge);
-    assert!(err.contains("huge.txt") && err.contains("larger than"), "{err}");
+    assert!(
+        err.contains("huge.txt") && err.contains("larger than"),
+        "{err}"
+    );
     assert!(started.elapsed().as_secs() < 2, "the file was read");
     let fifo_dir = tempfile::tempdir().unwrap();
     mkfifo(&fifo_dir.path().join("a.txt"));
     let p = fifo_dir.path().to_path_buf();
     let err = within_10s(move || {
         let tok = Tokenizer::load(None).unwrap();
-        Corpus::open(Some(&p), &tok).map(drop).unwrap_err().to_string()
+        Corpus::open(Some(&p), &tok)
+            .map(drop)
+            .unwrap_err()
+            .to_string()
     });
-    assert!(err.contains("no data found") || err.contains("a FIFO"), "{err}");
+    assert!(
+        err.contains("no data found") || err.contains("a FIFO"),
+        "{err}"
+    );
 }
