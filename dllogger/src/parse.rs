@@ -13,7 +13,10 @@ use memchr::memmem;
 use crate::record::{LogFormat, Metadata, Record};
 
 mod console;
+mod detection;
 mod pyrepr;
+
+pub(crate) use detection::State as DetectionState;
 
 use pyrepr::PyScanner;
 
@@ -32,7 +35,7 @@ pub enum LineParse {
 /// Parses one line (without its `\n`; a trailing `\r` is ignored).
 pub fn parse_line(line: &[u8]) -> LineParse {
     let mut out = Vec::new();
-    let outcome = parse_line_into(line, &mut out, &mut |_| {});
+    let outcome = parse_line_into(line, &mut out, &mut |_| {}, &mut DetectionState::default());
     if !out.is_empty() {
         LineParse::Records(out.into_iter().map(|(_, r)| r).collect())
     } else if outcome.malformed {
@@ -93,11 +96,13 @@ static MARKER_FINDER: LazyLock<memmem::Finder<'static>> =
 static DASH_FINDER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b" - "));
 
-/// Parses `line`, pushing records to `out` and METADATA / PARAMETER entries to `on_decl`.
+/// Parses `line`, pushing records to `out` and METADATA / PARAMETER entries to `on_decl`;
+/// `detection` carries what a detection log's earlier lines said (the epoch, the IoU type).
 pub(crate) fn parse_line_into(
     line: &[u8],
     out: &mut Vec<(LogFormat, Record)>,
     on_decl: &mut dyn FnMut(Declared),
+    detection: &mut DetectionState,
 ) -> Outcome {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut oc = Outcome::default();
@@ -169,7 +174,11 @@ pub(crate) fn parse_line_into(
     if json_start.is_some() {
         return oc;
     }
-    console::parse(line, out);
+    match detection::parse(line, detection, out) {
+        detection::Claim::No => console::parse(line, out),
+        detection::Claim::Meta => oc.meta = true,
+        detection::Claim::Records => {}
+    }
     oc
 }
 

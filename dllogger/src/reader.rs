@@ -6,7 +6,7 @@ use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::csv;
-use crate::parse::{parse_line_into, Declared};
+use crate::parse::{parse_line_into, Declared, DetectionState};
 use crate::record::{LogFormat, Metadata, Record};
 
 /// Records produced per format.
@@ -18,6 +18,7 @@ pub struct FormatCounts {
     pub nvidia_dlll: u64,
     pub plain_loss: u64,
     pub epoch_summary: u64,
+    pub detection: u64,
     pub csv: u64,
 }
 
@@ -30,6 +31,7 @@ impl FormatCounts {
             LogFormat::NvidiaDlll => self.nvidia_dlll,
             LogFormat::PlainLoss => self.plain_loss,
             LogFormat::EpochSummary => self.epoch_summary,
+            LogFormat::Detection => self.detection,
             LogFormat::Csv => self.csv,
         }
     }
@@ -41,6 +43,7 @@ impl FormatCounts {
             LogFormat::NvidiaDlll => &mut self.nvidia_dlll,
             LogFormat::PlainLoss => &mut self.plain_loss,
             LogFormat::EpochSummary => &mut self.epoch_summary,
+            LogFormat::Detection => &mut self.detection,
             LogFormat::Csv => &mut self.csv,
         } += 1;
     }
@@ -143,6 +146,8 @@ struct Tables {
     metadata: BTreeMap<String, Metadata>,
     parameters: BTreeMap<String, String>,
     csv: Option<csv::Header>,
+    /// What a detection log's lines say about the next ones (the epoch, the IoU type).
+    detection: DetectionState,
 }
 
 /// Opens a log file for reading. Only a regular file is opened (non-blocking, checked on the
@@ -472,20 +477,26 @@ fn process(
     let Tables {
         metadata,
         parameters,
+        detection,
         ..
     } = tables;
-    let oc = parse_line_into(line, pending, &mut |d| match d {
-        Declared::Metadata(k, md) => {
-            if metadata.len() < MAX_METADATA || metadata.contains_key(&k) {
-                metadata.insert(k, md);
+    let oc = parse_line_into(
+        line,
+        pending,
+        &mut |d| match d {
+            Declared::Metadata(k, md) => {
+                if metadata.len() < MAX_METADATA || metadata.contains_key(&k) {
+                    metadata.insert(k, md);
+                }
             }
-        }
-        Declared::Parameter(k, v) => {
-            if parameters.len() < MAX_PARAMETERS && !parameters.contains_key(&k) {
-                parameters.insert(k, v);
+            Declared::Parameter(k, v) => {
+                if parameters.len() < MAX_PARAMETERS && !parameters.contains_key(&k) {
+                    parameters.insert(k, v);
+                }
             }
-        }
-    });
+        },
+        detection,
+    );
     if oc.malformed {
         stats.malformed += 1;
     } else if pending.len() > before {

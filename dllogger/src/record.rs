@@ -47,6 +47,13 @@ pub enum LogFormat {
     /// 0.1` (the build-in models of the public ModelZoo): the epoch is the step; a name after
     /// `|` that the part before it already has is the validation value, named `val_<name>`.
     EpochSummary,
+    /// A detection training log's line (docs/compare.md, "Detection logs"): torchvision's /
+    /// DETR's `MetricLogger` (`Epoch: [0]  [ 10/118]  eta: …  loss: 34.5 (35.1)  loss_ce: …`,
+    /// the window's median as `train.loss`, the global step as the iteration) and its
+    /// `Averaged stats:`, mmdetection 2.x / 3.x (`Epoch [1][50/500]\tlr: …, loss: 1.8`,
+    /// `Epoch(val) [1][500]\tbbox_mAP: 0.374`), pycocotools' summary rows (`val.mAP`, `val.AP50`,
+    /// `val.segm_mAP`, …).
+    Detection,
     /// A CSV row under a header naming a step column (`step,loss` then `1,0.0288`); the
     /// reader keeps the header, so [`crate::parse_line`] alone never yields this format.
     Csv,

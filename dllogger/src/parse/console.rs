@@ -245,7 +245,7 @@ fn value_after(seg: &[u8], a: usize, b: usize) -> Option<f64> {
 /// A number at the start of `s` and its length: `[+-]` then digits with an optional fraction
 /// and exponent, or `nan` / `inf` / `infinity` (any case). It must end the token: a letter,
 /// digit or `_` after it (`5it`), or a `.` and a digit (`1.2.3`), mean it is not a number.
-fn number(s: &[u8]) -> Option<(f64, usize)> {
+pub(super) fn number(s: &[u8]) -> Option<(f64, usize)> {
     let mut i = usize::from(matches!(s.first(), Some(b'+' | b'-')));
     let negative = s.first() == Some(&b'-');
     let word = |w: &[u8]| s.len() >= i + w.len() && s[i..i + w.len()].eq_ignore_ascii_case(w);
@@ -326,7 +326,7 @@ fn eval_name(name: &[u8]) -> String {
     format!("val.{}", normal_name(&rest))
 }
 
-fn is_eval_word(w: &[u8]) -> bool {
+pub(super) fn is_eval_word(w: &[u8]) -> bool {
     w.len() <= 10 && EVAL_WORDS.iter().any(|e| e.eq_ignore_ascii_case(w))
 }
 
@@ -453,7 +453,7 @@ impl Context {
 
 /// The number after a word ending at `i`: past `:`, `=`, spaces, tabs, `[` / `(` and one
 /// parenthesised word (`Epoch(train) [1]`).
-fn number_after(s: &[u8], mut i: usize) -> Option<u64> {
+pub(super) fn number_after(s: &[u8], mut i: usize) -> Option<u64> {
     if s.get(i) == Some(&b'(') && s.get(i + 1).is_some_and(u8::is_ascii_alphabetic) {
         let close = memchr::memchr(b')', &s[i..]).filter(|&n| n <= 12)?;
         i += close + 1;
