@@ -8,57 +8,8 @@ use tch::nn::{self, Init, Module};
 use tch::{Kind, Tensor};
 
 use crate::config::Model as ModelConfig;
-
-/// Input the model cannot take (too long for its positions, wrong rank).
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    #[error("sequence of {total} positions (cache {past} + input {new}) exceeds max_position_embeddings = {max}; shorten the prompt or max_dec_len")]
-    TooLong {
-        past: i64,
-        new: i64,
-        total: i64,
-        max: i64,
-    },
-    #[error(
-        "input ids must be a [batch, seq] tensor of integers, got shape {shape:?} kind {kind:?}"
-    )]
-    BadInput { shape: Vec<i64>, kind: Kind },
-    #[error("KV cache holds batch {cache}, input has batch {input}")]
-    CacheBatch { cache: i64, input: i64 },
-    #[error("activation recompute failed: {0}")]
-    Recompute(String),
-}
-
-/// Keys and values of every layer seen so far, for incremental decoding.
-#[derive(Debug, Default)]
-pub struct KvCache {
-    layers: Vec<Option<(Tensor, Tensor)>>,
-}
-
-impl KvCache {
-    pub fn new() -> KvCache {
-        KvCache::default()
-    }
-
-    /// Positions already cached.
-    pub fn len(&self) -> i64 {
-        match self.layers.first() {
-            Some(Some((k, _))) => k.size()[2],
-            _ => 0,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn batch(&self) -> Option<i64> {
-        match self.layers.first() {
-            Some(Some((k, _))) => Some(k.size()[0]),
-            _ => None,
-        }
-    }
-}
+use modelzoo_text::decoder::{cached_kv, recomputed, Input};
+pub use modelzoo_text::decoder::{KvCache, ModelError};
 
 /// The dump scopes of a block's modules (`h.0`, `h.0.ln_1`, `h.0.attn`, ...).
 #[derive(Debug, Clone)]
@@ -165,15 +116,7 @@ impl Block {
             let split = qkv.split(d.hidden, 2);
             let heads_of = |t_: &Tensor| t_.view([b, t, heads, hd]).transpose(1, 2);
             let q = heads_of(&split[0]);
-            let mut k = heads_of(&split[1]);
-            let mut v = heads_of(&split[2]);
-            if let Some(slot) = cache {
-                if let Some((pk, pv)) = slot.take() {
-                    k = Tensor::cat(&[pk, k], 2);
-                    v = Tensor::cat(&[pv, v], 2);
-                }
-                *slot = Some((k.shallow_clone(), v.shallow_clone()));
-            }
+            let (k, v) = cached_kv(cache, heads_of(&split[1]), heads_of(&split[2]));
             let y = Tensor::scaled_dot_product_attention(
                 &q,
                 &k,
@@ -311,33 +254,14 @@ impl Gpt {
         mut cache: Option<&mut KvCache>,
         train: bool,
     ) -> Result<Tensor, ModelError> {
-        let size = ids.size();
-        let kind = ids.kind();
-        if size.len() != 2 || !matches!(kind, Kind::Int64 | Kind::Int | Kind::Int16 | Kind::Uint8) {
-            return Err(ModelError::BadInput { shape: size, kind });
-        }
-        let (b, t) = (size[0], size[1]);
-        let past = cache.as_ref().map_or(0, |c| c.len());
-        if let Some(cb) = cache.as_ref().and_then(|c| c.batch()) {
-            if cb != b {
-                return Err(ModelError::CacheBatch {
-                    cache: cb,
-                    input: b,
-                });
-            }
-        }
-        let max = self.config.max_position_embeddings;
-        if past + t > max {
-            return Err(ModelError::TooLong {
-                past,
-                new: t,
-                total: past + t,
-                max,
-            });
-        }
-        if let Some(c) = cache.as_mut() {
-            c.layers.resize_with(self.blocks.len(), || None);
-        }
+        let input = Input::check(
+            ids,
+            cache.as_deref_mut(),
+            self.blocks.len(),
+            self.config.max_position_embeddings,
+            true,
+        )?;
+        let past = input.past;
         // Built from `ids` so they land on its device: `tch::Device` cannot name SDAA
         // (PrivateUse1), so `Tensor::arange(.., ids.device())` fails there.
         let positions = ids
@@ -350,15 +274,7 @@ impl Gpt {
         let tokens = capture::module("wte", ids, || self.wte.forward(ids));
         let mut x = tokens + capture::module("wpe", &positions, || self.wpe.forward(&positions));
         x = x.dropout(self.config.hidden_dropout_prob, train);
-        // With cached positions and several new ones, the causal mask must be offset by the
-        // cache length (sdpa's is_causal aligns to the top-left corner).
-        let mask = (past > 0 && t > 1).then(|| {
-            let row = ids.select(0, 0).ones_like().to_kind(Kind::Bool);
-            Tensor::cat(&[row.narrow(0, 0, 1).expand([past], true), row], 0)
-                .unsqueeze(0)
-                .expand([t, past + t], true)
-                .tril(past)
-        });
+        let mask = input.offset_mask(ids);
         let d = BlockDims {
             hidden: self.config.hidden_size,
             heads: self.config.num_attention_heads,
@@ -370,18 +286,14 @@ impl Gpt {
             },
         };
         for (i, block) in self.blocks.iter().enumerate() {
-            let slot = cache.as_mut().map(|c| &mut c.layers[i]);
+            let slot = cache.as_mut().map(|c| c.slot(i));
             x = if self.recompute && train && slot.is_none() && x.requires_grad() {
                 let blk = block.shallow();
                 // Dropout draws random numbers: the rerun must draw the same ones.
                 let preserve_rng = d.dropout > 0.0 || d.attn_dropout > 0.0;
-                let outs = device_sdaa::recompute::checkpoint(&[&x], preserve_rng, move |io| {
-                    vec![blk.forward(&d, &io[0], None, None, 0, true)]
-                })
-                .map_err(|e| ModelError::Recompute(e.to_string()))?;
-                outs.into_iter()
-                    .next()
-                    .ok_or_else(|| ModelError::Recompute("the block returned no output".into()))?
+                recomputed(&[&x], preserve_rng, move |io| {
+                    blk.forward(&d, &io[0], None, None, 0, true)
+                })?
             } else {
                 block.forward(&d, &x, slot, mask.as_ref(), past, train)
             };

@@ -5,7 +5,7 @@
 
 use modelzoo_engine::TrainDevice;
 use modelzoo_text::generate::CausalLm;
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
 use crate::config::Generation;
 use crate::model::{KvCache, Llama, ModelError};
@@ -21,8 +21,11 @@ impl CausalLm for Llama {
     }
 }
 
-/// Generated continuations (prompt excluded), `num_return_sequences` of them; `eos` ends a
-/// sequence (not included); `device` is where the model's variables live.
+/// Generated continuations (prompt excluded) for one non-empty prompt,
+/// `num_return_sequences` of them; `eos` ends a sequence (it is not included); `device` is
+/// where the model's variables live (`&tch::Device::Cpu` for a CPU model, a
+/// `device_sdaa::Device` after `move_var_store`). The decoders' shared
+/// [`modelzoo_text::decoder::generate`].
 pub fn generate(
     model: &Llama,
     prompt: &[i64],
@@ -31,11 +34,5 @@ pub fn generate(
     seed: u64,
     device: &dyn TrainDevice,
 ) -> Result<Vec<Vec<i64>>, ModelError> {
-    if prompt.is_empty() {
-        return Err(ModelError::BadInput {
-            shape: vec![params.num_return_sequences as i64, 0],
-            kind: Kind::Int64,
-        });
-    }
-    modelzoo_text::generate::generate(model, prompt, params, eos, seed, device)
+    modelzoo_text::decoder::generate(model, prompt, params, eos, seed, device)
 }

@@ -11,58 +11,8 @@ use tch::nn::{self, Init};
 use tch::{Kind, Tensor};
 
 use crate::config::Model as ModelConfig;
-
-/// Input the model cannot take (too long for its positions, wrong rank).
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    #[error("sequence of {total} positions (cache {past} + input {new}) exceeds max_position_embeddings = {max}; shorten the prompt or max_dec_len")]
-    TooLong {
-        past: i64,
-        new: i64,
-        total: i64,
-        max: i64,
-    },
-    #[error(
-        "input ids must be a non-empty [batch, seq] tensor of integers, got shape {shape:?} kind {kind:?}"
-    )]
-    BadInput { shape: Vec<i64>, kind: Kind },
-    #[error("KV cache holds batch {cache}, input has batch {input}")]
-    CacheBatch { cache: i64, input: i64 },
-    #[error("activation recompute failed: {0}")]
-    Recompute(String),
-}
-
-/// Keys and values (key/value heads, before the grouped-query repeat) of every layer seen so
-/// far, for incremental decoding.
-#[derive(Debug, Default)]
-pub struct KvCache {
-    layers: Vec<Option<(Tensor, Tensor)>>,
-}
-
-impl KvCache {
-    pub fn new() -> KvCache {
-        KvCache::default()
-    }
-
-    /// Positions already cached.
-    pub fn len(&self) -> i64 {
-        match self.layers.first() {
-            Some(Some((k, _))) => k.size()[2],
-            _ => 0,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn batch(&self) -> Option<i64> {
-        match self.layers.first() {
-            Some(Some((k, _))) => Some(k.size()[0]),
-            _ => None,
-        }
-    }
-}
+use modelzoo_text::decoder::{cached_kv, recomputed, Input};
+pub use modelzoo_text::decoder::{KvCache, ModelError};
 
 /// The shapes a decoder layer computes with (copied into recompute callbacks).
 #[derive(Debug, Clone, Copy)]
@@ -136,15 +86,11 @@ impl Layer {
                     .transpose(1, 2)
             };
             let q = rope(&heads_of(&self.q_proj, d.heads), cos, sin);
-            let mut k = rope(&heads_of(&self.k_proj, d.kv_heads), cos, sin);
-            let mut v = heads_of(&self.v_proj, d.kv_heads);
-            if let Some(slot) = cache {
-                if let Some((pk, pv)) = slot.take() {
-                    k = Tensor::cat(&[pk, k], 2);
-                    v = Tensor::cat(&[pv, v], 2);
-                }
-                *slot = Some((k.shallow_clone(), v.shallow_clone()));
-            }
+            let (k, v) = cached_kv(
+                cache,
+                rope(&heads_of(&self.k_proj, d.kv_heads), cos, sin),
+                heads_of(&self.v_proj, d.kv_heads),
+            );
             let (k, v) = (
                 repeat_kv(&k, d.heads / d.kv_heads),
                 repeat_kv(&v, d.heads / d.kv_heads),
@@ -320,67 +266,31 @@ impl Llama {
         mut cache: Option<&mut KvCache>,
         train: bool,
     ) -> Result<Tensor, ModelError> {
-        let size = ids.size();
-        let kind = ids.kind();
-        if size.len() != 2
-            || size[1] == 0
-            || !matches!(kind, Kind::Int64 | Kind::Int | Kind::Int16 | Kind::Uint8)
-        {
-            return Err(ModelError::BadInput { shape: size, kind });
-        }
-        let (b, t) = (size[0], size[1]);
-        let past = cache.as_ref().map_or(0, |c| c.len());
-        if let Some(cb) = cache.as_ref().and_then(|c| c.batch()) {
-            if cb != b {
-                return Err(ModelError::CacheBatch {
-                    cache: cb,
-                    input: b,
-                });
-            }
-        }
-        let max = self.config.max_position_embeddings;
-        if past + t > max {
-            return Err(ModelError::TooLong {
-                past,
-                new: t,
-                total: past + t,
-                max,
-            });
-        }
-        if let Some(c) = cache.as_mut() {
-            c.layers.resize_with(self.layers.len(), || None);
-        }
+        let input = Input::check(
+            ids,
+            cache.as_deref_mut(),
+            self.layers.len(),
+            self.config.max_position_embeddings,
+            false,
+        )?;
+        let (past, t) = (input.past, input.len);
         let mut x = capture::module("model.embed_tokens", ids, || {
             Tensor::embedding(&self.embed_tokens, ids, -1, false, false)
         });
         let (cos, sin) = self.rotary(ids, past, x.kind());
-        // With cached positions and several new ones, the causal mask must be offset by the
-        // cache length (sdpa's is_causal aligns to the top-left corner).
-        let mask = (past > 0 && t > 1).then(|| {
-            let row = ids.select(0, 0).ones_like().to_kind(Kind::Bool);
-            Tensor::cat(&[row.narrow(0, 0, 1).expand([past], true), row], 0)
-                .unsqueeze(0)
-                .expand([t, past + t], true)
-                .tril(past)
-        });
+        let mask = input.offset_mask(ids);
         let causal = past == 0 && t > 1;
         let d = self.dims;
         for (i, layer) in self.layers.iter().enumerate() {
             let _scope = capture::scope(&layer.name);
-            let slot = cache.as_mut().map(|c| &mut c.layers[i]);
+            let slot = cache.as_mut().map(|c| c.slot(i));
             x = if self.recompute && train && slot.is_none() && x.requires_grad() {
                 let l = layer.shallow();
                 // Dropout draws random numbers: the rerun must draw the same ones.
                 let preserve_rng = d.attn_dropout > 0.0;
-                let outs = device_sdaa::recompute::checkpoint(
-                    &[&x, &cos, &sin],
-                    preserve_rng,
-                    move |io| vec![l.forward(&d, &io[0], &io[1], &io[2], None, None, causal, true)],
-                )
-                .map_err(|e| ModelError::Recompute(e.to_string()))?;
-                outs.into_iter()
-                    .next()
-                    .ok_or_else(|| ModelError::Recompute("the layer returned no output".into()))?
+                recomputed(&[&x, &cos, &sin], preserve_rng, move |io| {
+                    l.forward(&d, &io[0], &io[1], &io[2], None, None, causal, true)
+                })?
             } else {
                 layer.forward(&d, &x, &cos, &sin, slot, mask.as_ref(), causal, train)
             };

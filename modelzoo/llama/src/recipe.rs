@@ -8,16 +8,13 @@ use std::path::Path;
 use modelzoo_engine::app::{Built, OutputWriter, Plan, Recipe, RunContext, RunError};
 use modelzoo_engine::{state_dict, BasicModule};
 use run_scripts_template::StandardArgs;
-use tch::nn::VarStore;
 
 use crate::args::ModelArgs;
 use crate::checkpoint::{self, Meta};
 use crate::config::LlamaConfig;
-use crate::generate::generate;
 use crate::model::Llama;
 use crate::module::{peak_flops, LlamaModule};
 use modelzoo_text::lm::TokenData;
-use modelzoo_text::Tokenizer;
 
 /// The merged argument spec built by build.rs (standard.yaml + spec.yaml).
 pub const SPEC_YAML: &str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yaml"));
@@ -163,51 +160,27 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
             }
         }
     };
-    model_cfg.validate().map_err(RunError::input)?;
-    let tokenizer = Tokenizer::load(tok_path.as_deref()).map_err(RunError::input)?;
-    modelzoo_text::lm::check_device(std, &config)?;
-    let device = modelzoo_engine::app::open_device(std)?;
-    // Before anything is allocated: an unusable prompt, a length past the model's positions or
-    // more sequences than memory holds is bad input (exit 2), never an abort or the OOM killer.
-    let request = modelzoo_text::generate::prompt_ids(
-        &tokenizer,
-        prompt,
+    modelzoo_text::generate::run_and_print(
+        std,
+        &config,
         &model_cfg,
-        &config.generation,
-        &device,
+        tok_path.as_deref(),
+        prompt,
         weights.path(),
-    )
-    .map_err(RunError::input)?;
-    let ids = &request.ids;
-    let seed = modelzoo_text::lm::run_seed(std, &config);
-    let eos = tokenizer.eos_id().map(i64::from);
-    tracing::info!(weights = %weights.path().display(), seed, device = %device.spec(), "generating");
-    let outputs = modelzoo_text::generate::measured(&request.memory, || {
-        RunError::catch_libtorch(format!("during generation on {}", device.spec()), || {
-            let mut vs = VarStore::new(tch::Device::Cpu);
+        |vs| {
             let model = Llama::new(&vs.root(), &model_cfg);
             match &weights {
                 Weights::Checkpoint(file) => {
-                    checkpoint::load_weights(&vs, file).map_err(RunError::input)?
+                    checkpoint::load_weights(vs, file).map_err(RunError::input)?
                 }
                 Weights::Pretrained(file) => {
-                    crate::pretrained::load(&vs, file, model_cfg.tie_word_embeddings)
+                    crate::pretrained::load(vs, file, model_cfg.tie_word_embeddings)
                         .map_err(RunError::input)?;
                 }
             }
-            device.move_var_store(&mut vs).map_err(|e| {
-                RunError::failed(format!("cannot move the model to {}: {e}", device.spec()))
-            })?;
-            generate(&model, ids, &config.generation, eos, seed, &device).map_err(RunError::failed)
-        })
-    })?;
-    println!("Prompt: {prompt}");
-    for out in outputs {
-        let ids: Vec<u32> = out.iter().filter_map(|&i| u32::try_from(i).ok()).collect();
-        let text = tokenizer.decode(&ids).map_err(RunError::failed)?;
-        println!("Generation: {prompt}{text}");
-    }
-    Ok(())
+            Ok(model)
+        },
+    )
 }
 
 /// Where `--generate` takes its weights from.

@@ -4,13 +4,15 @@
 //! Hugging Face `tokenizer.json` such as GPT-2's BPE), and [`TokenBatches`], the engine's
 //! [`modelzoo_engine::BatchSource`] of [`TokenBatch`]es. Also what the decoder models share
 //! beyond data: the FleetX `Data` / `Optimizer` / `Generation` sections ([`config`]), the
-//! KV-cache decoding loop with top-k / top-p sampling ([`generate`]) and the checkpoint
+//! KV-cache decoding loop with top-k / top-p sampling ([`generate`]), the decoder networks'
+//! input checks, KV cache, offset causal mask and recompute wrapper ([`decoder`]), and the checkpoint
 //! layout `--generate` reads ([`checkpoint`]), and the peak FLOP/s of `train.mfu` ([`mfu`]).
 
 pub mod batches;
 pub mod checkpoint;
 pub mod config;
 pub mod corpus;
+pub mod decoder;
 pub mod generate;
 pub mod lm;
 pub mod mfu;
