@@ -103,49 +103,55 @@ def _kernels():
     return name
 
 
-def _corners(spatial_shapes, level_start_index, loc, seq_len, fault_level):
-    """The four bilinear corners of every sampling point, along a last dimension of 4:
-    (dx, dy) = (0, 0), (1, 0), (0, 1), (1, 1).
+class _Geometry:
+    """What every chunk's corners need of the levels, on the tensors' device, made once."""
 
-    Returns the row of each corner in ``value`` viewed as (N * S * M, D) rows (0 where the
-    corner lies outside its map), the corners' weights along x and along y (0 outside the
-    map), and their signs of d weight / d x and d weight / d y. Each axis is worked out on
-    its two corners, then combined. Everything stays on the tensors' device: no host sync.
+    def __init__(self, spatial_shapes, level_start_index, n, seq_len, m, dtype, device,
+                 fault_level):
+        levels = spatial_shapes.shape[0]
+        shapes = spatial_shapes.to(device=device, dtype=torch.long)
+        self.h = shapes[:, 0].view(1, 1, 1, levels, 1, 1)
+        self.w = shapes[:, 1].view(1, 1, 1, levels, 1, 1)
+        self.hf, self.wf = self.h.to(dtype), self.w.to(dtype)
+        start = level_start_index.to(device=device, dtype=torch.long)
+        # Row of pixel (0, 0) of each level of each batch entry, in value's (N, S) rows.
+        self.base = (torch.arange(n, device=device).view(n, 1, 1, 1, 1, 1) * seq_len
+                     + start.view(1, 1, 1, levels, 1, 1))
+        self.heads = m
+        self.head = torch.arange(m, device=device).view(1, 1, m, 1, 1, 1)
+        self.pair = torch.tensor([0.0, 1.0], dtype=dtype, device=device)
+        self.sign = torch.tensor([-1.0, 1.0], dtype=dtype, device=device)
+        self.shift = None
+        if fault_level is not None:
+            shift = torch.zeros(levels, dtype=dtype, device=device)
+            shift[min(fault_level, levels - 1)] = 1.0
+            self.shift = shift.view(1, 1, 1, levels, 1, 1)
+
+
+def _corners(geo, loc):
+    """The bilinear corners of every sampling point of ``loc`` (a chunk of queries).
+
+    Returns ``rows`` (..., 4): the row of corner c = 2 * dy + dx in ``value`` viewed as
+    (N * S * M, D) rows; and per axis, for its two corners (..., 2): the bilinear weights
+    (0 for a corner outside the map) and the derivatives of those weights along the axis
+    (-1 or +1, 0 outside). A corner's weight is wy[dy] * wx[dx]. A corner outside the map
+    points at a row of the map with weight 0. Everything stays on the device: no host sync.
     """
-    n, _, m, levels, _, _ = loc.shape
-    dtype, device = loc.dtype, loc.device
-    shapes = spatial_shapes.to(device=device, dtype=torch.long)
-    h = shapes[:, 0].view(1, 1, 1, levels, 1, 1)
-    w = shapes[:, 1].view(1, 1, 1, levels, 1, 1)
-    start = level_start_index.to(device=device, dtype=torch.long).view(1, 1, 1, levels, 1, 1)
-    hf, wf = h.to(dtype), w.to(dtype)
-    two = torch.tensor([0.0, 1.0], dtype=dtype, device=device)
     # Pixel coordinates, pixel centres at integers (grid_sample's align_corners=False).
-    x = loc[..., 0:1] * wf - 0.5
-    y = loc[..., 1:2] * hf - 0.5
-    xi, yi = x.floor() + two, y.floor() + two  # (..., 2): the two corners along each axis
+    x = loc[..., 0:1] * geo.wf - 0.5
+    y = loc[..., 1:2] * geo.hf - 0.5
+    xi, yi = x.floor() + geo.pair, y.floor() + geo.pair  # the two corners along each axis
     # The bilinear weight of a corner is 1 - |coordinate - corner| along each axis.
     wx, wy = 1.0 - (x - xi).abs(), 1.0 - (y - yi).abs()
-    if fault_level is not None:
-        shift = torch.zeros(levels, dtype=dtype, device=device)
-        shift[min(fault_level, levels - 1)] = 1.0
-        xi = xi + shift.view(1, 1, 1, levels, 1, 1)
+    if geo.shift is not None:
+        xi = xi + geo.shift
     # Validity is decided in floating point (NaN and huge coordinates are simply outside);
     # integer indices are only used where valid.
-    vx, vy = (xi >= 0) & (xi < wf), (yi >= 0) & (yi < hf)
-    col = torch.where(vx, xi, 0.0).long()
-    batch = torch.arange(n, device=device).view(n, 1, 1, 1, 1, 1)
-    line = batch * seq_len + start + torch.where(vy, yi, 0.0).long() * w
-    head = torch.arange(m, device=device).view(1, 1, m, 1, 1, 1)
-    # Corner c = 2 * dy + dx: the outer combination of the y pair and the x pair.
-    valid = (vy.unsqueeze(-1) & vx.unsqueeze(-2)).flatten(-2)
-    rows = ((line.unsqueeze(-1) + col.unsqueeze(-2)).flatten(-2) * m + head).masked_fill(~valid, 0)
-    vmask = valid.to(dtype)
-    wx4 = wx.unsqueeze(-2).expand(*wx.shape[:-1], 2, 2).flatten(-2) * vmask
-    wy4 = wy.unsqueeze(-1).expand(*wy.shape[:-1], 2, 2).flatten(-2) * vmask
-    sx = torch.tensor([-1.0, 1.0, -1.0, 1.0], dtype=dtype, device=device)
-    sy = torch.tensor([-1.0, -1.0, 1.0, 1.0], dtype=dtype, device=device)
-    return rows, wx4, wy4, sx, sy
+    vx, vy = (xi >= 0) & (xi < geo.wf), (yi >= 0) & (yi < geo.hf)
+    col = torch.where(vx, xi, 0.0).long() * geo.heads
+    line = (geo.base + torch.where(vy, yi, 0.0).long() * geo.w) * geo.heads + geo.head
+    rows = (line.unsqueeze(-1) + col.unsqueeze(-2)).flatten(-2)
+    return rows, wx * vx, wy * vy, geo.sign * vx, geo.sign * vy
 
 
 def _chunks(loc, d, kernels, value_rows):
@@ -186,10 +192,11 @@ def _forward(value, spatial_shapes, level_start_index, loc, attn, fault_level):
     kernels = _kernels()
     value_rows = value.reshape(n * seq_len * m, d)
     out = value.new_empty(n, lq, m * d)
+    geo = _Geometry(spatial_shapes, level_start_index, n, seq_len, m, loc.dtype, loc.device,
+                    fault_level)
     for q0, q1 in _chunks(loc, d, kernels, value_rows.shape[0]):
-        rows, wx, wy, _, _ = _corners(spatial_shapes, level_start_index, loc[:, q0:q1], seq_len,
-                                      fault_level)
-        weight = attn[:, q0:q1].unsqueeze(-1) * wx * wy
+        rows, wx, wy, _, _ = _corners(geo, loc[:, q0:q1])
+        weight = attn[:, q0:q1].unsqueeze(-1) * (wy.unsqueeze(-1) * wx.unsqueeze(-2)).flatten(-2)
         if kernels == "bag":
             k = weight[0, 0, 0].numel()
             summed = F.embedding_bag(rows.reshape(-1, k), value_rows,
@@ -210,15 +217,12 @@ def _backward(grad_out, value, spatial_shapes, level_start_index, loc, attn, fau
     grad_value = torch.zeros_like(value_rows) if needs[0] else None
     grad_loc = torch.empty_like(loc) if needs[1] else None
     grad_attn = torch.empty_like(attn) if needs[2] else None
-    shapes = spatial_shapes.to(device=loc.device, dtype=loc.dtype)
-    h = shapes[:, 0].view(1, 1, 1, levels, 1)
-    w = shapes[:, 1].view(1, 1, 1, levels, 1)
+    geo = _Geometry(spatial_shapes, level_start_index, n, seq_len, m, loc.dtype, loc.device,
+                    fault_level)
     for q0, q1 in _chunks(loc, d, kernels, value_rows.shape[0]):
-        rows, wx, wy, sx, sy = _corners(spatial_shapes, level_start_index, loc[:, q0:q1],
-                                        seq_len, fault_level)
+        rows, wx, wy, dwx, dwy = _corners(geo, loc[:, q0:q1])
         a = attn[:, q0:q1]
         g = g_all[:, q0:q1]
-        weight = a.unsqueeze(-1) * wx * wy
         if kernels == "bag":
             indices, offsets, offset2bag, bag_size = _bags(rows)
             g_rows = g.reshape(-1, d)
@@ -229,15 +233,18 @@ def _backward(grad_out, value, spatial_shapes, level_start_index, loc, attn, fau
                     g_rows, value_rows, indices, offsets, offset2bag, 0, -1)
             else:
                 dot = torch.matmul(_gather(value_rows, rows), g.unsqueeze(-1))
-            dot = dot.view(n, q1 - q0, m, levels, points, 4)
+            dot = dot.view(n, q1 - q0, m, levels, points, 2, 2)  # (dy, dx)
+            along_x = (dot * wy.unsqueeze(-1)).sum(-2)  # sum over dy of wy * dot, per dx
+            along_y = (dot * wx.unsqueeze(-2)).sum(-1)  # sum over dx of wx * dot, per dy
             if needs[2]:
-                grad_attn[:, q0:q1] = (wx * wy * dot).sum(-1)
+                grad_attn[:, q0:q1] = (along_y * wy).sum(-1)
             if needs[1]:
                 # d x / d loc_x = W_l, d y / d loc_y = H_l.
-                grad_loc[:, q0:q1, ..., 0] = (sx * wy * dot).sum(-1) * a * w
-                grad_loc[:, q0:q1, ..., 1] = (sy * wx * dot).sum(-1) * a * h
+                grad_loc[:, q0:q1, ..., 0] = (along_x * dwx).sum(-1) * a * geo.wf[..., 0]
+                grad_loc[:, q0:q1, ..., 1] = (along_y * dwy).sum(-1) * a * geo.hf[..., 0]
         if needs[0]:
             # Each corner's row gets its weight times the output gradient of its query.
+            weight = a.unsqueeze(-1) * (wy.unsqueeze(-1) * wx.unsqueeze(-2)).flatten(-2)
             if kernels == "bag":
                 grad_value += torch.ops.aten._embedding_bag_dense_backward(
                     g_rows, indices, offset2bag, bag_size, indices.new_empty(0),
