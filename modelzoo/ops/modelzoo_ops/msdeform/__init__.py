@@ -17,13 +17,17 @@ Shapes (the conventions of Deformable-DETR's ``MSDeformAttnFunction``):
   attention_weights   (N, Lq, M, L, P)
   -> output           (N, Lq, M * D)
 
-``ms_deform_attn`` gathers the four bilinear corners of every sampling point from ``value``
-seen as rows of D channels (``index_select``), weighs them with a batched matrix product, and
-has its own backward (``_MSDeformAttn``): the gradient of ``value`` scattered with
-``index_add_`` of the bilinear weights times the output gradient, the gradient of the sampling
-locations from the derivative of the bilinear weights, the gradient of the attention weights
-from the sampled values. The indices are recomputed in the backward instead of saved. float16
-and bfloat16 inputs are computed in float32 and returned in their own dtype.
+``ms_deform_attn`` works out, on the device, the four bilinear corners of every sampling point:
+their rows in ``value`` seen as (N * S * M, D) rows and their weights (attention x bilinear).
+The forward is the weighted sum of those rows per (query, head); its own backward
+(``_MSDeformAttn``) gives the gradient of ``value`` by scatter-adding the weights times the
+output gradient into the corner rows, the gradient of the attention weights from each corner
+row's dot product with the output gradient, and the gradient of the sampling locations from
+the derivative of the bilinear weights. The weighted gathers and scatters are ATen's
+EmbeddingBag kernels by default (no gathered rows materialized), or ``index_select`` + matmul
+and ``index_add_`` (``MODELZOO_MSDEFORM_KERNELS=index``). Queries run in chunks, so the extra
+memory is bounded; the indices are recomputed in the backward instead of saved. float16 and
+bfloat16 inputs are computed in float32 and returned in their own dtype.
 
 ``ms_deform_attn_twin`` is the pure-PyTorch twin (``F.grid_sample`` per level), written from
 the same definition with the conventions of Deformable-DETR's ``ms_deform_attn_core_pytorch``;
