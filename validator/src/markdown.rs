@@ -275,12 +275,18 @@ const PLACEHOLDER_WORDS: &[&str] = &["TODO", "FIXME", "TBD"];
 const PLACEHOLDER_PHRASES: &[&str] = &["待补充", "待填写"];
 
 /// `(line number, placeholder)` for each line outside code and HTML comments that still holds
-/// a placeholder: `TODO`/`FIXME`/`TBD` as a word, 待补充/待填写, or an unrendered template
-/// variable `{{name}}`.
+/// a placeholder: `TODO`/`FIXME`/`TBD` as a word, 待补充/待填写, an unrendered template
+/// variable `{{name}}`, or the README template's `<MODEL …>` slot (`<MODLE MaskFormer>`).
 pub(crate) fn placeholders(lines: &[Line]) -> Vec<(usize, String)> {
     static TEMPLATE: OnceLock<Regex> = OnceLock::new();
     let template = TEMPLATE
         .get_or_init(|| Regex::new(r"\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}").expect("valid regex"));
+    // The ModelZoo README template's own slots, `<MODEL name>` (also as misspelt in the
+    // template: `<MODLE MaskFormer>`), left in instead of the model's name.
+    static TAG: OnceLock<Regex> = OnceLock::new();
+    let tag = TAG.get_or_init(|| {
+        Regex::new(r"<\s*(?:MODEL|MODLE)(?:[ _:][^<>\n]*)?>").expect("valid regex")
+    });
     let mut out = Vec::new();
     for l in lines.iter().filter(|l| !l.code) {
         let word = PLACEHOLDER_WORDS.iter().find(|w| {
@@ -298,7 +304,8 @@ pub(crate) fn placeholders(lines: &[Line]) -> Vec<(usize, String)> {
                     .find(|p| l.text.contains(**p))
                     .map(|p| p.to_string())
             })
-            .or_else(|| template.find(&l.text).map(|m| m.as_str().to_string()));
+            .or_else(|| template.find(&l.text).map(|m| m.as_str().to_string()))
+            .or_else(|| tag.find(&l.text).map(|m| m.as_str().to_string()));
         if let Some(p) = found {
             out.push((l.no, p));
         }
@@ -385,6 +392,19 @@ mod tests {
                 (7, "TBD".to_string()),
                 (8, "待补充".to_string()),
                 (9, "{{name}}".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn the_readme_templates_model_slot_is_a_placeholder() {
+        let text = "# <MODLE MaskFormer>\n<MODEL>\n<model-viewer> and <ModelZoo_path> are not\n\
+                    <img src=\"x.png\">\n```\n<MODEL in code>\n```\n";
+        assert_eq!(
+            placeholders(&scan(text)),
+            vec![
+                (1, "<MODLE MaskFormer>".to_string()),
+                (2, "<MODEL>".to_string())
             ]
         );
     }

@@ -95,7 +95,7 @@ pub const LAYOUT_RULES: &[Rule] = &[
     Rule {
         id: "readme.placeholders",
         severity: Severity::Warning,
-        description: "README files hold no placeholders: TODO, FIXME, TBD, 待补充, 待填写 or an unrendered {{variable}} outside code and HTML comments (a fresh `modelzoo new` scaffold is not finished)",
+        description: "README files hold no placeholders: TODO, FIXME, TBD, 待补充, 待填写, an unrendered {{variable}} or the README template's `<MODEL name>` slot (`<MODLE MaskFormer>`) outside code and HTML comments (a fresh `modelzoo new` scaffold is not finished)",
     },
     Rule {
         id: "args.documented",

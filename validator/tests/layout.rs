@@ -305,6 +305,13 @@ fn all_finds_every_model_dir_reports_loops_and_model_yaml_entries() {
     assert!(reports[1].findings[0]
         .path
         .ends_with("PyTorch/model_config/model.yaml"));
+    // Named as the index names it (relative to its root), not by the reviewer's absolute path.
+    let message = &reports[1].findings[0].message;
+    assert!(
+        message.contains("(contrib/Classification/Other)")
+            && !message.contains(&t.path().display().to_string()),
+        "{message}"
+    );
     assert_eq!(rules(&reports[3]), vec!["fs.readable"]);
     assert!(
         reports[3].findings[0].message.contains("symlink loop"),
@@ -827,4 +834,45 @@ fn a_model_yaml_of_ours_at_the_case_files_place_is_an_index() {
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0].kind, layout::ModelKind::Python);
     assert_eq!(rules(&reports[0]), vec!["model-yaml.entry"]);
+}
+
+/// Issue #41: a model README named `readme` (no extension) was not reviewed at all. Its name
+/// is the `layout.readme` finding and its content is checked like README.md's.
+#[test]
+fn a_readme_under_another_name_is_named_and_still_checked() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("MaskFormer");
+    python_model(&d, "maskformer");
+    fs::remove_file(d.join("README.md")).unwrap();
+    write(
+        &d.join("readme"),
+        README_ZH.replace("# Demo", "# <MODLE MaskFormer>"),
+    );
+    let r = check(&d);
+    assert_eq!(
+        rules(&r),
+        vec!["layout.readme", "readme.placeholders"],
+        "{:?}",
+        r.findings
+    );
+    assert!(r.findings.iter().all(|f| f.path == d.join("readme")));
+    assert!(
+        r.findings[0]
+            .message
+            .contains("named `readme`: rename it to README.md"),
+        "{}",
+        r.findings[0].message
+    );
+    assert!(
+        r.findings[1]
+            .message
+            .contains("<MODLE MaskFormer> on line 1"),
+        "{}",
+        r.findings[1].message
+    );
+    // Without any README the finding is the missing README.md, as before.
+    fs::remove_file(d.join("readme")).unwrap();
+    let r = check(&d);
+    assert_eq!(rules(&r), vec!["layout.readme"]);
+    assert!(r.findings[0].message.starts_with("missing: README.md"));
 }

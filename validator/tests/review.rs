@@ -795,3 +795,83 @@ fn fifos_are_never_opened() {
         .expect("the review hung on a FIFO");
     assert!(!rules(&r).contains(&"logs.identical"), "{:#?}", r.findings);
 }
+
+/// Issue #41: the reports' headers read "1 warning", not "1 warnings", and show neither the
+/// reviewer's install path of the binary nor absolute output paths under the working directory.
+#[test]
+fn report_headers_count_in_the_right_number_and_show_no_absolute_paths() {
+    use validator::layout::{Finding, ModelKind};
+    let one = |rule: &'static str| DirReport {
+        dir: PathBuf::from("Classification/Demo"),
+        kind: ModelKind::Python,
+        findings: vec![Finding {
+            path: PathBuf::from("Classification/Demo/README.md"),
+            line: None,
+            rule,
+            message: "m".into(),
+        }],
+        compared: Vec::new(),
+    };
+    let cwd = std::env::current_dir().unwrap();
+    let command = format!(
+        "/home/reviewer/.cargo/bin/modelzoo validate --md={} --html {} --all {} /elsewhere/zoo",
+        cwd.join("out/r.md").display(),
+        cwd.join("out/r.html").display(),
+        cwd.display()
+    );
+    let reports = vec![one("paths.link")];
+    let md = review::report::markdown(&reports, &command);
+    assert!(
+        md.contains(
+            "1 directory checked: 0 clean, 1 with violations — 0 errors, 1 warning, 0 info."
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("modelzoo validate --md=out/r.md --html out/r.html --all . /elsewhere/zoo"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("/home/reviewer") && !md.contains(&cwd.display().to_string()),
+        "{md}"
+    );
+    let html = review::report::html(&[one("paths.command"), one("paths.command")], &command);
+    assert!(html.contains("2 directories checked"), "{html}");
+    assert!(
+        html.contains(">2 errors</span>") && html.contains(">0 warnings</span>"),
+        "{html}"
+    );
+    assert!(!html.contains("/home/reviewer"), "{html}");
+}
+
+/// Issue #41: `--all` found no model in a build-in directory that ships only its logs, named
+/// `rexnetCifar100Cuda.log` / `rexnetCifar100Sdaa.log`, and such pairs were never compared.
+#[test]
+fn build_in_camel_case_logs_are_a_model_and_a_compared_pair() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("PyTorch/build-in/Classification/ReXNet");
+    let sdaa = sdaa_values(1.2);
+    write(&d.join("rexnetCifar100Cuda.log"), tcap_log(&cuda_values()));
+    write(&d.join("rexnetCifar100Sdaa.log"), tcap_log(&sdaa));
+    let mut v = Validator::new(&Options::default())
+        .unwrap()
+        .with_review(true);
+    let reports = v.check_tree(t.path()).unwrap();
+    assert_eq!(reports.len(), 1, "{reports:#?}");
+    assert_eq!(reports[0].dir, d);
+    let pairs = &reports[0].compared;
+    assert_eq!(pairs.len(), 1, "{pairs:#?}");
+    assert_eq!(
+        pairs[0].source,
+        review::PairSource::Logs {
+            cuda: d.join("rexnetCifar100Cuda.log"),
+            sdaa: d.join("rexnetCifar100Sdaa.log"),
+        }
+    );
+    let (mre, _) = figures(&cuda_values(), &sdaa);
+    assert!(
+        (pairs[0].mean_relative_error - mre).abs() < 1e-9 && !pairs[0].pass,
+        "{:?} vs {mre}",
+        pairs[0]
+    );
+}

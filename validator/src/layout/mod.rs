@@ -286,7 +286,7 @@ impl Validator {
                 rule: "model-yaml.entry",
                 message: format!(
                     "no entry for this model ({}): add one with its `name` and `path` for the PR functional check",
-                    dir.display()
+                    under_index_root(dir, &index.path).display()
                 ),
             }),
             Lookup::Broken(path, message) => out.push(Finding {
@@ -341,6 +341,20 @@ impl Validator {
     }
 }
 
+/// `dir` relative to the root of the tree `model_yaml` indexes (the directory above the file's,
+/// as the index resolves its paths), so a message names the model as the index does, not by
+/// the reviewer's absolute path; `dir` as given when it is not under that root.
+fn under_index_root(dir: &Path, model_yaml: &Path) -> PathBuf {
+    let root = model_yaml.parent().unwrap_or(Path::new(".")).join("..");
+    match (fs::canonicalize(dir), fs::canonicalize(root)) {
+        (Ok(d), Ok(r)) => match d.strip_prefix(&r) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
+            _ => dir.to_path_buf(),
+        },
+        _ => dir.to_path_buf(),
+    }
+}
+
 /// The ModelZoo case file of a zoo root: `dir/PyTorch/contrib/model_config/model.yaml` when it
 /// is in the case format (a model.yaml of this repository's schema there is an index, used by
 /// `model-yaml.entry`, not a case file). One that cannot be read — a FIFO included, refused
@@ -370,7 +384,7 @@ enum Lookup {
 /// Whether `--all` treats this directory as a model directory: one with `run_scripts/` (or
 /// the misspelt `run_script/`) or `requirements.txt`, a Rust model crate, or — in a ModelZoo
 /// tree — a directory at the model level (`PyTorch/contrib|build-in/<Area>/<Model>`) holding a
-/// README of any spelling.
+/// README of any spelling or a log named for a device.
 fn is_model_dir(dir: &Path) -> bool {
     if dir.join("run_scripts").is_dir()
         || dir.join("run_script").is_dir()
@@ -378,7 +392,7 @@ fn is_model_dir(dir: &Path) -> bool {
     {
         return true;
     }
-    if at_model_level(dir) && has_readme_like(dir) {
+    if at_model_level(dir) && (has_readme_like(dir) || has_device_log(dir)) {
         return true;
     }
     let cargo = dir.join("Cargo.toml");
@@ -402,16 +416,38 @@ fn at_model_level(dir: &Path) -> bool {
         && (names[3] == "PyTorch" || names[3] == "PaddlePaddle")
 }
 
-/// A top-level file named like a README (`README.md`, `readme`, `README.MD`, ` README.md`).
-fn has_readme_like(dir: &Path) -> bool {
+/// A top-level log named for a device (`rexnetCifar100Cuda.log`): the build-in models that
+/// ship their logs without a README at the top are model directories too.
+fn has_device_log(dir: &Path) -> bool {
     fs::read_dir(dir)
         .map(|entries| {
             entries.flatten().any(|e| {
-                let n = e.file_name().to_string_lossy().trim().to_lowercase();
-                (n == "readme.md" || n == "readme") && e.path().is_file()
+                crate::review::is_device_log(&e.file_name().to_string_lossy())
+                    && fs::metadata(e.path()).is_ok_and(|m| m.is_file())
             })
         })
         .unwrap_or(false)
+}
+
+/// A top-level file named like a README (`README.md`, `readme`, `README.MD`, ` README.md`).
+fn has_readme_like(dir: &Path) -> bool {
+    readme_like(dir).is_some()
+}
+
+/// The first top-level regular file (by name) named like a README: `README.md`, `readme`,
+/// `README.MD`, ` README.md`.
+fn readme_like(dir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().trim().to_lowercase();
+            (n == "readme.md" || n == "readme") && fs::metadata(e.path()).is_ok_and(|m| m.is_file())
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found.into_iter().next()
 }
 
 /// Read a file the rules need; a missing file is `None` with no finding, other errors are

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::readme::{check_documented, check_model_readme, check_placeholders, contains_word};
-use super::{missing, read_bytes, read_readme, Finding, DOCUMENTED_ARGS};
+use super::{missing, read_bytes, read_readme, readme_like, Finding, DOCUMENTED_ARGS};
 use crate::markdown;
 
 /// Python (Tecorigin ModelZoo) layout. Returns the model names its run scripts give.
@@ -15,12 +15,30 @@ pub(super) fn check_python(dir: &Path, out: &mut Vec<Finding>) -> Vec<String> {
     let readme = dir.join("README.md");
     match read_readme(&readme, out) {
         Some(text) => check_model_readme(&readme, &text, out),
-        None if !readme.exists() => missing(
-            out,
-            readme,
-            "layout.readme",
-            "README.md (model introduction, dataset, Docker environment, start training, training results)",
-        ),
+        None if !readme.exists() => match readme_like(dir) {
+            // A README under another name (`readme`, `README.MD`) is still the model's README:
+            // its content is checked, and the name is the finding.
+            Some(other) => {
+                out.push(Finding {
+                    path: other.clone(),
+                    line: None,
+                    rule: "layout.readme",
+                    message: format!(
+                        "the model README is named `{}`: rename it to README.md (the ModelZoo and its PR check look for that name); its content is checked below",
+                        other.file_name().unwrap_or_default().to_string_lossy()
+                    ),
+                });
+                if let Some(text) = read_readme(&other, out) {
+                    check_model_readme(&other, &text, out);
+                }
+            }
+            None => missing(
+                out,
+                readme,
+                "layout.readme",
+                "README.md (model introduction, dataset, Docker environment, start training, training results)",
+            ),
+        },
         None => {}
     }
 

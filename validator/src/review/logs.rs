@@ -53,12 +53,8 @@ enum Device {
 }
 
 fn device_of(name: &str) -> Option<Device> {
-    let lower = name.to_lowercase();
-    let stem = lower.rsplit_once('.').map(|(s, _)| s).unwrap_or(&lower);
-    let tokens: Vec<&str> = stem
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .collect();
+    let stem = name.rsplit_once('.').map(|(s, _)| s).unwrap_or(name);
+    let tokens = name_words(stem);
     let has = |words: &[&str]| {
         tokens
             .iter()
@@ -73,10 +69,49 @@ fn device_of(name: &str) -> Option<Device> {
     }
 }
 
-/// A log the rules look at: a `.log` file (or `.txt`) whose name says its device.
+/// The words of a file name, lowercased: split at every character that is not a letter or
+/// digit and where a lowercase letter or digit meets an uppercase one, so the build-in models'
+/// `rexnetCifar100Cuda` reads `rexnet`, `cifar100`, `cuda` (an all-caps `SDAA` stays one word).
+fn name_words(stem: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut prev: Option<char> = None;
+    for c in stem.chars() {
+        if !c.is_ascii_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            prev = None;
+            continue;
+        }
+        if c.is_ascii_uppercase()
+            && prev.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit())
+            && !word.is_empty()
+        {
+            words.push(std::mem::take(&mut word));
+        }
+        word.push(c.to_ascii_lowercase());
+        prev = Some(c);
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// A log the rules look at: a `.log` file, or a `.txt` whose name says its device, or a loss
+/// file in JSON whose name says its device (`resnet_cuda_loss.json`).
 fn is_log(name: &str) -> bool {
     let n = name.to_lowercase();
-    n.ends_with(".log") || (n.ends_with(".txt") && device_of(&n).is_some())
+    n.ends_with(".log")
+        || ((n.ends_with(".txt") || (n.ends_with(".json") && n.contains("loss")))
+            && device_of(name).is_some())
+}
+
+/// Whether a file name is a log of one device (`cuda.log`, `rexnetCifar100Sdaa.log`): what
+/// marks a directory as a model's when `--all` walks a tree.
+pub(crate) fn is_device_log(name: &str) -> bool {
+    is_log(name) && device_of(name).is_some()
 }
 
 /// Evidence in a log's text that it ran on another device than its name says.
@@ -639,5 +674,36 @@ mod tests {
         assert_eq!(device_of("gpu0.log"), Some(Device::Cuda));
         assert_eq!(device_of("train.log"), None);
         assert_eq!(device_of("cuda_vs_sdaa.log"), None);
+        // The build-in models' camel-case names (issue #41).
+        assert_eq!(device_of("rexnetCifar100Cuda.log"), Some(Device::Cuda));
+        assert_eq!(device_of("selectslsSdaa.log"), Some(Device::Sdaa));
+        assert_eq!(device_of("trainGPU.log"), Some(Device::Cuda));
+        assert_eq!(device_of("SDAA.log"), Some(Device::Sdaa));
+        assert_eq!(device_of("rexnetcifar100cuda.log"), None);
+        assert!(is_log("resnet_cuda_loss.json") && !is_log("cuda_config.json"));
+        assert!(is_device_log("rexnetCifar100Sdaa.log") && !is_device_log("train.log"));
+    }
+
+    #[test]
+    fn camel_case_logs_pair_by_their_names() {
+        let logs = vec![
+            (PathBuf::from("m/rexnetCifar100Cuda.log"), Device::Cuda),
+            (PathBuf::from("m/rexnetCifar100Sdaa.log"), Device::Sdaa),
+            (PathBuf::from("m/rexnetImagenetCuda.log"), Device::Cuda),
+            (PathBuf::from("m/rexnetImagenetSdaa.log"), Device::Sdaa),
+        ];
+        assert_eq!(
+            pairs_in(&logs, &[]),
+            vec![
+                (
+                    PathBuf::from("m/rexnetCifar100Cuda.log"),
+                    PathBuf::from("m/rexnetCifar100Sdaa.log")
+                ),
+                (
+                    PathBuf::from("m/rexnetImagenetCuda.log"),
+                    PathBuf::from("m/rexnetImagenetSdaa.log")
+                ),
+            ]
+        );
     }
 }

@@ -27,6 +27,7 @@ use crate::finding::{DirReport, Finding};
 
 pub use crate::finding::{LossPair, PairSource};
 pub use crate::rules::REVIEW_RULES as RULES;
+pub(crate) use logs::is_device_log;
 
 /// What the rules of one model directory share: the directory (absolute), its listing, the
 /// model README (README.md, else the README-like file it has), the shell scripts.

@@ -178,6 +178,43 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// `1 warning`, `2 warnings`: a count with its noun in the right number.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The command line as a report shows it: the program by its name, not the reviewer's install
+/// path, and every absolute path under the current directory relative to it (`--md=/home/me/
+/// zoo/r.md` → `--md=r.md`), so a report pasted into a PR does not carry the reviewer's
+/// machine layout.
+pub fn shown_command(command: &str) -> String {
+    let cwd = std::env::current_dir().ok();
+    let shown = |word: &str| -> String {
+        let p = Path::new(word);
+        match cwd.as_deref().and_then(|c| p.strip_prefix(c).ok()) {
+            Some(rel) if p.is_absolute() && rel.as_os_str().is_empty() => ".".into(),
+            Some(rel) if p.is_absolute() => rel.display().to_string(),
+            _ => word.to_string(),
+        }
+    };
+    command
+        .split(' ')
+        .enumerate()
+        .map(|(i, word)| {
+            if i == 0 {
+                return Path::new(word)
+                    .file_name()
+                    .map_or(word.to_string(), |n| n.to_string_lossy().into_owned());
+            }
+            match word.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => format!("{flag}={}", shown(value)),
+                _ => shown(word),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -191,11 +228,16 @@ fn esc(s: &str) -> String {
 pub fn markdown(reports: &[DirReport], command: &str) -> String {
     let sum = summarize(reports);
     let mut s = String::from("# modelzoo validate: review\n\n");
-    s.push_str(&md::code_block(command));
+    s.push_str(&md::code_block(&shown_command(command)));
     s.push('\n');
     s.push_str(&format!(
-        "{} checked: {} clean, {} with violations — {} errors, {} warnings, {} info.\n\n",
-        sum.dirs, sum.clean, sum.with_violations, sum.errors, sum.warnings, sum.infos
+        "{} checked: {} clean, {} with violations — {}, {}, {} info.\n\n",
+        count(sum.dirs, "directory", "directories"),
+        sum.clean,
+        sum.with_violations,
+        count(sum.errors, "error", "errors"),
+        count(sum.warnings, "warning", "warnings"),
+        sum.infos
     ));
     s.push_str("Severity: **error** — the model cannot run as submitted, or a claim it makes is false; **warning** — likely wrong, a reviewer would send it back; **info** — worth knowing.\n\n");
     let rules = by_rule(reports);
@@ -253,10 +295,15 @@ pub fn html(reports: &[DirReport], command: &str) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>modelzoo validate: review</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;margin-bottom:1em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}.error{color:#cf222e;font-weight:bold}.warning{color:#9a6700;font-weight:bold}.info{color:#0969da}pre{background:#f6f8fa;padding:8px;overflow-x:auto}code{word-break:break-all}</style></head><body>\n",
     );
     s.push_str("<h1>modelzoo validate: review</h1>\n");
-    s.push_str(&format!("<pre>{}</pre>\n", esc(command)));
+    s.push_str(&format!("<pre>{}</pre>\n", esc(&shown_command(command))));
     s.push_str(&format!(
-        "<p>{} checked: {} clean, {} with violations — <span class=\"error\">{} errors</span>, <span class=\"warning\">{} warnings</span>, <span class=\"info\">{} info</span>.</p>\n",
-        sum.dirs, sum.clean, sum.with_violations, sum.errors, sum.warnings, sum.infos
+        "<p>{} checked: {} clean, {} with violations — <span class=\"error\">{}</span>, <span class=\"warning\">{}</span>, <span class=\"info\">{} info</span>.</p>\n",
+        count(sum.dirs, "directory", "directories"),
+        sum.clean,
+        sum.with_violations,
+        count(sum.errors, "error", "errors"),
+        count(sum.warnings, "warning", "warnings"),
+        sum.infos
     ));
     s.push_str("<p>Severity: <span class=\"error\">error</span> — the model cannot run as submitted, or a claim it makes is false; <span class=\"warning\">warning</span> — likely wrong, a reviewer would send it back; <span class=\"info\">info</span> — worth knowing.</p>\n");
     let rules = by_rule(reports);
