@@ -9,6 +9,7 @@
 //! the verdict, the rule, the runs, the figures, every rewrite, what the migration left to a
 //! person, and what ran on the device (the emulator's op inventory, fp64).
 
+pub mod bisect;
 mod copy;
 mod judge;
 pub mod losses;

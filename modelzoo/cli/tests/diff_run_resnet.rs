@@ -94,3 +94,83 @@ fn diff_names_the_conv_the_emulator_perturbed_in_a_run_resnet_dump() {
     assert_eq!(first["call"], 3, "{first}");
     assert_eq!(first["scope"], "layer1.1.conv1", "{first}");
 }
+
+/// `modelzoo bisect` over a Rust model: run_resnet's emulated runs write the op inventory
+/// through the plugin, and with two ops computed wrong on every call among the ~30 candidates
+/// of a ResNet step, bisect finds exactly those two within 2·2·log2(n)+4 runs. The baseline is
+/// the emulated run without the perturbation (step rule: the same kernels, so every step agrees
+/// exactly when the perturbed ops are healed).
+#[test]
+fn bisect_finds_the_two_ops_perturbed_in_run_resnet() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = root().join("target/sdaa-emulator");
+    let args = [
+        "--model_name",
+        "resnet18",
+        "--num_classes",
+        "10",
+        "--image_size",
+        "32",
+        "--batch_size",
+        "4",
+        "--synthetic_samples",
+        "8",
+        "--num_workers",
+        "1",
+        "--step",
+        "2",
+        "--logging_freq",
+        "1",
+        "--device",
+        "sdaa",
+    ];
+    let base = Command::new(run_resnet())
+        .args(args)
+        .arg("--output_dir")
+        .arg(dir.path().join("base_out"))
+        .env("SDAA_HOME", &home)
+        .env_remove("SDAA_EMU_PERTURB")
+        .output()
+        .expect("run_resnet starts");
+    assert!(base.status.success(), "{}", text(&base));
+    let log = dir.path().join("base.log");
+    std::fs::write(&log, &base.stdout).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+        .args(["bisect", "--rule", "step", "--baseline"])
+        .arg(&log)
+        .arg("--work-dir")
+        .arg(dir.path().join("bisect"))
+        .arg("--")
+        .arg(run_resnet())
+        .args(args)
+        .args(["--output_dir", "out"])
+        .env("SDAA_HOME", &home)
+        .env("RUST_LOG", "error")
+        .env(
+            "SDAA_EMU_PERTURB",
+            "aten::addmm:rel=0.3;aten::native_batch_norm:rel=0.2",
+        )
+        .env_remove("TORCH_SDAA_FALLBACK_OPS")
+        .output()
+        .expect("run modelzoo");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("bisect/bisect.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        report["ops"],
+        serde_json::json!(["aten::addmm", "aten::native_batch_norm"]),
+        "{}",
+        text(&out)
+    );
+    let n = report["candidates"].as_array().unwrap().len() as f64;
+    let runs = report["runs"].as_f64().unwrap();
+    assert!(n >= 20.0, "{report}");
+    assert!(runs <= 2.0 * 2.0 * n.log2() + 4.0, "{runs} runs for {n}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("TORCH_SDAA_FALLBACK_OPS=addmm,native_batch_norm"),
+        "{stdout}"
+    );
+}

@@ -395,6 +395,13 @@ fn port_md_runs_from_a_cuda_project_to_a_passing_pr_check() {
     run_page(&root().join("docs/port.md"));
 }
 
+/// docs/bisect.md: a baseline and a bisect with nothing to bisect (the costly searches run in
+/// port_cmd.rs and diff_run_resnet.rs, which check the sets found).
+#[test]
+fn bisect_md_runs_a_bisect_with_nothing_to_bisect() {
+    run_page(&root().join("docs/bisect.md"));
+}
+
 /// docs/bench.md: CPU cases, a test_conf, and the dry run of an A100 case.
 #[test]
 fn bench_md_runs_cpu_cases_and_a_dry_run() {

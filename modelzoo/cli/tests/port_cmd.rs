@@ -813,3 +813,142 @@ fn loss_key_picks_one_of_the_named_losses_and_recheck_keeps_it() {
     assert_eq!(r.code, 0, "{}", r.context());
     assert_eq!(r.json["steps"][0]["metric"], "Loss_G", "{}", r.context());
 }
+
+/// Issue #38 C9/D12: a command that replaces its console log with a FIFO hung port (deaf to
+/// SIGTERM, blocked reading it). The console is opened non-blocking and refused: port ends,
+/// exit 2, saying the console is a FIFO. Under `timeout`, so a regression fails.
+#[test]
+fn a_console_replaced_by_a_fifo_is_not_waited_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("fifo");
+    std::fs::create_dir_all(&src).unwrap();
+    // The run's directory is <out>/.modelzoo-port/runs/<run>/fifo/; its console is
+    // <out>/.modelzoo-port/<run>.log.
+    std::fs::write(
+        src.join("run.sh"),
+        "echo 'step 0 loss 1.0'\necho 'step 1 loss 0.9'\nfor f in ../../../*.log; do rm -f \"$f\"; mkfifo \"$f\"; done\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("ported");
+    let o = Command::new("timeout")
+        .arg("120")
+        .arg(env!("CARGO_BIN_EXE_modelzoo"))
+        .arg("port")
+        .arg(&src)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--baseline-device",
+            "cpu",
+            "--timeout",
+            "60",
+            "--",
+            "sh",
+            "run.sh",
+        ])
+        .env_remove("SDAA_EMU_PERTURB")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stdout.contains("a FIFO"), "{stdout}\n{stderr}");
+}
+
+/// `modelzoo bisect` of port/tests/data/bisect_step/train.py on the emulator against its CPU
+/// run (written to `base`), in `work`; returns exit status, stdout and bisect.json.
+fn bisect(tmp: &Path, label: &str, env: &[(&str, &str)], extra: &[&str]) -> (i32, String, Value) {
+    let script = project("bisect_step").join("train.py");
+    let base = tmp.join("base.log");
+    if !base.exists() {
+        let o = Command::new(modelzoo_testkit::venv_python())
+            .arg(&script)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", modelzoo_testkit::output_text(&o));
+        std::fs::write(&base, &o.stdout).unwrap();
+    }
+    let work = tmp.join(label);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_modelzoo"));
+    c.arg("bisect")
+        .arg("--baseline")
+        .arg(&base)
+        .arg("--work-dir")
+        .arg(&work)
+        .args(["--timeout", "300", "--", "python"])
+        .arg(&script)
+        .args(["--device", "sdaa"])
+        .args(extra)
+        .env_remove("TORCH_SDAA_BANNER")
+        .env_remove("SDAA_EMU_PERTURB")
+        .env_remove("TORCH_SDAA_FALLBACK_OPS");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    let json = std::fs::read_to_string(work.join("bisect.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let text = modelzoo_testkit::output_text(&o);
+    (o.status.code().unwrap_or(-1), text, json)
+}
+
+/// The end-to-end proof of `modelzoo bisect`: two ops computed wrong on every call among the
+/// script's candidates; it finds exactly those two, within 2·2·log2(n)+4 runs, cutting the
+/// failing trials short, and prints the environment line.
+#[test]
+fn bisect_finds_exactly_the_two_perturbed_ops_of_a_python_script() {
+    let tmp = tempfile::tempdir().unwrap();
+    let perturb = "aten::addmm:rel=0.3;aten::threshold_backward:rel=0.5";
+    let (code, text, json) = bisect(tmp.path(), "two", &[("SDAA_EMU_PERTURB", perturb)], &[]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(json["outcome"], "found", "{text}");
+    let mut ops: Vec<&str> = json["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    ops.sort();
+    assert_eq!(ops, ["aten::addmm", "aten::threshold_backward"], "{text}");
+    assert_eq!(json["minimal"], true);
+    let n = json["candidates"].as_array().unwrap().len() as f64;
+    let runs = json["runs"].as_u64().unwrap() as f64;
+    assert!(n >= 5.0, "{json}");
+    assert!(
+        runs <= 2.0 * 2.0 * n.log2() + 4.0,
+        "{runs} runs for {n} candidates"
+    );
+    let trials = json["trials"].as_array().unwrap();
+    assert!(trials.iter().any(|t| t["cut_short"] == true), "{text}");
+    assert!(
+        text.contains("TORCH_SDAA_FALLBACK_OPS=addmm,threshold_backward"),
+        "{text}"
+    );
+}
+
+/// With nothing wrong: nothing to bisect (one run, exit 1); with a bug in the script's own
+/// device path: said plainly (exit 1), after the run with every candidate on the CPU.
+#[test]
+fn bisect_says_nothing_to_bisect_and_names_a_device_only_bug() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, text, json) = bisect(tmp.path(), "none", &[], &[]);
+    assert_eq!(
+        (code, &json["outcome"], &json["runs"]),
+        (1, &Value::from("nothing-to-bisect"), &Value::from(1)),
+        "{text}"
+    );
+    assert!(text.contains("nothing to bisect"), "{text}");
+    let (code, text, json) = bisect(tmp.path(), "bug", &[], &["--device-bug"]);
+    assert_eq!(
+        (code, &json["outcome"]),
+        (1, &Value::from("device-only-bug")),
+        "{text}"
+    );
+    assert_eq!(json["runs"], 2, "{text}");
+    assert!(
+        text.contains("a device-only bug in the script itself"),
+        "{text}"
+    );
+}
