@@ -39,6 +39,8 @@ enum Command {
     /// Migrate a CUDA project, run it and its port side by side (SDAA, or the emulator) and
     /// compare them.
     Port(commands::port::Args),
+    /// Custom ops: check an implementation against a float64 reference (`op check`).
+    Op(commands::op::Args),
     /// Find the ops whose CPU fallback (TORCH_SDAA_FALLBACK_OPS) makes a device run match its
     /// baseline.
     Bisect(commands::bisect::Args),
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Migrate(args) => commands::migrate::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::Port(args) => commands::port::run(args),
+        Command::Op(args) => commands::op::run(args),
         Command::Bisect(args) => commands::bisect::run(args),
     };
     match result {

@@ -283,3 +283,118 @@ fn probe_unittests_pass() {
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("OK"));
 }
+
+/// `modelzoo op check` (docs/op.md) with the fixtures of python/tests/test_opcheck.py (whose
+/// unittests, run by `probe_unittests_pass`, cover the harness case by case), from that
+/// directory so `test_opcheck` resolves as a porter's own module would.
+fn op_check(args: &[&str], repro: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_modelzoo"))
+        .args(["op", "check", "--ref", "test_opcheck:ref_op"])
+        .args(["--inputs", "test_opcheck:cases", "--repro-dir", s(repro)])
+        .args(args)
+        .current_dir(root().join("python/tests"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env_remove("PYTHONPATH")
+        .output()
+        .expect("run modelzoo op check")
+}
+
+/// The one end-to-end proof: a right implementation passes on the emulated sdaa, forward and
+/// backward, contiguous and not (exit 0, --json written); one off by 1e-3 in a region of its
+/// forward fails on the CPU (exit 1) naming the rows and writing a repro script.
+#[test]
+fn op_check_passes_a_right_op_on_the_emulated_sdaa_and_fails_a_wrong_one() {
+    modelzoo_testkit::emulator_home();
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("check.json");
+    let out = op_check(
+        &[
+            "--impl",
+            "test_opcheck:impl_right",
+            "--device",
+            "sdaa",
+            "--backward",
+            "--json",
+            s(&json),
+        ],
+        &tmp.path().join("repro"),
+    );
+    let text = modelzoo_testkit::output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("SDAA EMULATOR"), "{text}");
+    let r: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["device"], "sdaa");
+    assert_eq!(r["pass"], true);
+    let rows = r["rows"].as_array().unwrap();
+    for want in ["out", "grad:arg0", "grad:arg1"] {
+        for layout in ["contiguous", "non-contiguous"] {
+            assert!(
+                rows.iter().any(|x| x["tensor"] == want
+                    && x["layout"] == layout
+                    && x["verdict"] == "pass"),
+                "{want} {layout}: {text}"
+            );
+        }
+    }
+
+    let out = op_check(
+        &[
+            "--impl",
+            "test_opcheck:impl_forward_wrong",
+            "--device",
+            "cpu",
+        ],
+        &tmp.path().join("repro"),
+    );
+    let text = modelzoo_testkit::output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("FAIL wide float32 contiguous out: ")
+            && text.contains("relative error > 0.000488"),
+        "{text}"
+    );
+    let script = tmp.path().join("repro/repro_wide_float32.py");
+    assert!(text.contains(s(&script)), "{text}");
+    assert!(script.is_file());
+}
+
+/// What keeps the check from running exits 2 and names it: a module that does not import, a
+/// Python that is not there, a dtype it does not know.
+#[test]
+fn op_check_that_cannot_run_exits_2_naming_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repro = tmp.path().join("repro");
+    let out = op_check(&["--impl", "no_such_module:op", "--device", "cpu"], &repro);
+    let text = modelzoo_testkit::output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--impl no_such_module:op: cannot import module `no_such_module`"),
+        "{text}"
+    );
+    let out = op_check(
+        &[
+            "--impl",
+            "test_opcheck:impl_right",
+            "--python",
+            "/nonexistent/python3",
+        ],
+        &repro,
+    );
+    let text = modelzoo_testkit::output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("cannot run `/nonexistent/python3`"), "{text}");
+    let out = op_check(
+        &[
+            "--impl",
+            "test_opcheck:impl_right",
+            "--dtypes",
+            "float32,float8",
+        ],
+        &repro,
+    );
+    let text = modelzoo_testkit::output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("unknown dtype `float8`"), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+    assert!(!repro.exists());
+}

@@ -458,6 +458,12 @@ fn new_md_scaffolds_a_model_that_trains() {
     run_page(&root().join("docs/new.md"));
 }
 
+/// docs/op.md: `op check` of an example op on the emulator, a layout bug caught, its repro.
+#[test]
+fn op_md_checks_an_op_on_the_emulator() {
+    run_page(&root().join("docs/op.md"));
+}
+
 /// docs/python_logger.md: the example script on the CPU and the emulator, compared.
 #[test]
 fn python_logger_md_logs_and_compares() {

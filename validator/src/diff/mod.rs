@@ -361,6 +361,7 @@ fn compare(
 ) -> Result<RecordDiff, DiffError> {
     let rr = reference.map(|(d, j)| (d, &d.records[j]));
     let shapes_differ = br.shape != cr.shape;
+    let small = metrics::small_value_threshold_of(&br.dtype, &cr.dtype);
     let (metrics, arbitration, failure) = if shapes_differ {
         (
             Metrics::default(),
@@ -373,15 +374,15 @@ fn compare(
             Some((d, r)) if d.full() && r.shape == br.shape => Some(open_tensor(d, r)?),
             _ => None,
         };
-        let (m, a) = metrics::full(&tb, &tc, tr.as_ref());
-        let a = a.or_else(|| rr.map(|(_, r)| metrics::stats_arbitration(br, cr, r)));
+        let (m, a) = metrics::full(&tb, &tc, tr.as_ref(), small);
+        let a = a.or_else(|| rr.map(|(_, r)| metrics::stats_arbitration(br, cr, r, small)));
         let f = metrics::full_failure(&m);
         (m, a, f)
     } else {
-        let m = metrics::stats(br, cr);
+        let m = metrics::stats(br, cr, small);
         let a = rr
             .filter(|(_, r)| r.shape == br.shape)
-            .map(|(_, r)| metrics::stats_arbitration(br, cr, r));
+            .map(|(_, r)| metrics::stats_arbitration(br, cr, r, small));
         let f = metrics::stats_failure(&m);
         (m, a, f)
     };

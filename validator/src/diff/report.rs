@@ -30,6 +30,12 @@ pub fn rules(diff: &Diff) -> Vec<String> {
             "Statistics only: min, max, mean and l2/√n of the candidate against the baseline's, each difference over the baseline tensor's RMS (l2/√n); fail when the largest (stat_diff) > {} or the NaN/Inf counts differ. Equal checksums: stat_diff 0.",
             metrics::STATS_TOLERANCE
         ),
+        format!(
+            "Small values (msprobe's thresholds: float32 and wider 2^-14 = {:.3e}, float16 2^-11 = {:.3e}, bfloat16 2^-8 = {:.3e}; the coarser of the two dumps' dtypes): a record whose every baseline element (statistics: min and max) is below the threshold in magnitude is near zero — it is judged by its absolute error (full tensors: max_abs; statistics: the largest difference as stat_diff), which must not exceed the threshold, not by cosine or scale; against a near-zero reference each dump's error is its largest absolute error, floored at the threshold in the ratio. small_value_errors: elements below the threshold in the baseline further than it from it.",
+            metrics::SMALL_VALUE_F32,
+            metrics::SMALL_VALUE_F16,
+            metrics::SMALL_VALUE_BF16
+        ),
     ];
     if diff.reference.is_some() {
         v.push(format!(

@@ -8,5 +8,6 @@ pub mod diff;
 pub mod env;
 pub mod migrate;
 pub mod new;
+pub mod op;
 pub mod port;
 pub mod validate;
