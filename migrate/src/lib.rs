@@ -5,6 +5,7 @@
 //! applies it atomically; [`RULES`] is the one table of what is rewritten and what is only
 //! reported. The `modelzoo migrate` command is a thin shell over this.
 
+pub mod custom_ops;
 mod diff;
 pub mod meter;
 pub mod pysrc;
@@ -125,6 +126,7 @@ pub fn render_markdown(report: &Report) -> String {
         }
         let _ = writeln!(out);
     }
+    out.push_str(&custom_ops::render_markdown(&report.custom_ops));
     let _ = writeln!(out, "## Needs a person\n");
     render_findings_and_skipped(&mut out, report);
     out

@@ -61,6 +61,10 @@ pub struct Report {
     pub rule_counts: BTreeMap<&'static str, usize>,
     pub findings: Vec<Finding>,
     pub skipped: Vec<Skipped>,
+    /// The project's C++/CUDA extensions and the Python that calls them (no rule migrates
+    /// them: a person ports each op).
+    #[serde(skip_serializing_if = "crate::custom_ops::CustomOps::is_empty")]
+    pub custom_ops: crate::custom_ops::CustomOps,
     /// Temp files an interrupted `--write` left (removed by the next `--write`).
     pub leftover_temp: Vec<PathBuf>,
     /// Every file the migration read (relative to `root`): what an output path must not be.

@@ -1,0 +1,1 @@
+from .sampling_attn_func import SamplingAttnFunction
