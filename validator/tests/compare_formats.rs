@@ -342,3 +342,132 @@ fn python_parameter_records_in_tcap_formats_are_compared() {
     );
     assert_eq!(c.unstated, ["memory format", "steps"]);
 }
+
+/// A DETR-style detection console (docs/compare.md, "Detection logs"), written here in the
+/// shape `MetricLogger.log_every` and pycocotools print it: `epochs` epochs of `len`
+/// iterations logged every 5, the loss at global step g `loss(g)` (the window's median, the
+/// global average beside it), each epoch's `Averaged stats:` and a COCO summary whose mAP is
+/// `map(epoch)`.
+fn detection_log(
+    path: &Path,
+    epochs: u64,
+    len: u64,
+    loss: impl Fn(u64) -> f64,
+    map: impl Fn(u64) -> f64,
+) {
+    let mut s = String::from("Start training\n");
+    for e in 0..epochs {
+        for i in (0..len).filter(|i| i % 5 == 0 || *i == len - 1) {
+            let l = loss(e * len + i);
+            writeln!(
+                s,
+                "Epoch: [{e}]  [{i:>2}/{len}]  eta: 0:00:09  lr: 0.000100  class_error: 80.00  grad_norm: 12.50  loss: {l:.4} ({:.4})  loss_ce: {:.4} ({:.4})  loss_bbox: {:.4} ({:.4})  loss_giou: {:.4} ({:.4})  time: 0.5000  data: 0.0100  max mem: 900",
+                l * 1.2,
+                l * 0.3,
+                l * 0.35,
+                l * 0.5,
+                l * 0.55,
+                l * 0.2,
+                l * 0.25
+            )
+            .unwrap();
+        }
+        writeln!(s, "Epoch: [{e}] Total time: 0:00:10 (0.5000 s / it)").unwrap();
+        writeln!(
+            s,
+            "Averaged stats: lr: 0.000100  class_error: 80.00  loss: {:.4} ({:.4})",
+            loss(e * len),
+            loss(e * len) * 1.2
+        )
+        .unwrap();
+        s.push_str("Test:  [0/2]  eta: 0:00:01  class_error: 90.00  loss: 9.0000 (9.0000)  time: 0.1000  data: 0.0100\nAccumulating evaluation results...\nIoU metric: bbox\n");
+        let m = map(e);
+        for (ap, iou, area, dets, v) in [
+            (true, "0.50:0.95", "all", 100, m),
+            (true, "0.50", "all", 100, m * 1.6),
+            (true, "0.75", "all", 100, m * 1.1),
+            (false, "0.50:0.95", "all", 100, m * 1.5),
+        ] {
+            let (title, ty) = if ap {
+                ("Average Precision", "(AP)")
+            } else {
+                ("Average Recall", "(AR)")
+            };
+            writeln!(
+                s,
+                " {title:<18} {ty} @[ IoU={iou:<9} | area={area:>6} | maxDets={dets:>3} ] = {v:.3}"
+            )
+            .unwrap();
+        }
+    }
+    fs::write(path, s).unwrap();
+}
+
+/// Issue #39 item 5: two detection logs compare on `train.loss` (the MetricLogger's median,
+/// not a sub-loss) step by step, and on `val.mAP` by the mAP rule: a PASS, a FAIL when the
+/// candidate's loss drifts, a FAIL when its mAP is lower by more than the rule.
+#[test]
+fn detection_logs_compare_on_the_loss_and_the_map_rule() {
+    let t = tempfile::tempdir().unwrap();
+    let (cuda, sdaa) = (t.path().join("cuda.log"), t.path().join("sdaa.log"));
+    let loss = |g: u64| 20.0 / (1.0 + 0.05 * g as f64);
+    let map = |e: u64| 0.02 + 0.1 * e as f64;
+    detection_log(&cuda, 3, 23, loss, map);
+    detection_log(&sdaa, 3, 23, |g| loss(g) * 1.0005, map);
+    let cmp = compare_files(&cuda, &sdaa, &Options::default()).unwrap();
+    assert_eq!(cmp.metric, "train.loss");
+    assert_eq!(cmp.baseline.metric_note, None);
+    // 6 lines an epoch (i = 0, 5, 10, 15, 20, 22), numbered by the global step.
+    assert_eq!(cmp.figures.steps_compared, 18);
+    assert_eq!(cmp.pairs.get(6).key.to_string(), "epoch 1 iteration 23");
+    assert!(
+        (cmp.pairs.get(17).baseline - (loss(68) * 1e4).round() / 1e4).abs() < 1e-12,
+        "{:?}",
+        cmp.pairs.get(17)
+    );
+    assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
+    assert!(
+        cmp.verdict.reason.contains("`val.mAP` (higher is better)"),
+        "{}",
+        cmp.verdict.reason
+    );
+    let m = cmp.eval.iter().find(|e| e.metric == "val.mAP").unwrap();
+    assert!((m.baseline - 0.22).abs() < 1e-12, "{m:?}");
+
+    // The candidate's loss drifts by 3% over its last steps: the loss rule fails.
+    detection_log(
+        &sdaa,
+        3,
+        23,
+        |g| loss(g) * if g >= 46 { 1.03 } else { 1.0 },
+        map,
+    );
+    let cmp = compare_files(&cuda, &sdaa, &Options::default()).unwrap();
+    assert!(!cmp.verdict.pass, "{}", cmp.verdict.reason);
+    assert!(
+        cmp.verdict
+            .reason
+            .starts_with("|relative error of the final value|"),
+        "{}",
+        cmp.verdict.reason
+    );
+
+    // The same loss, an mAP 0.01 lower at the end (more than 1% of 0.22 and than 0.005).
+    detection_log(&sdaa, 3, 23, loss, |e| map(e) - 0.01 * e as f64 / 2.0);
+    let cmp = compare_files(&cuda, &sdaa, &Options::default()).unwrap();
+    assert!(!cmp.verdict.pass);
+    assert!(
+        cmp.verdict
+            .reason
+            .starts_with("`val.mAP` (higher is better): candidate 0.21 vs baseline 0.22"),
+        "{}",
+        cmp.verdict.reason
+    );
+    assert!(
+        cmp.verdict.reason.contains("(the loss alone: PASS"),
+        "{}",
+        cmp.verdict.reason
+    );
+    let text = report::text(&cmp);
+    assert!(text.contains("val.mAP"), "{text}");
+}

@@ -20,6 +20,7 @@
 //! ([`NoiseFloor`]), reported beside the rule's verdict and gating it only under
 //! [`Options::noise_gate`].
 
+mod detection;
 mod facts;
 mod figures;
 mod losspy_check;
@@ -40,6 +41,7 @@ use losspy_check::losspy_check;
 use noise::noise_floor;
 use pairing::{pair_by_key, pair_by_order};
 
+pub use detection::{is_map_metric, map_allowance, map_passes, MAP_ABS_FLOOR, MAP_REL_TOL};
 pub use facts::{lines as config_lines, run_config, same_value, FactDiff, RunConfig};
 pub use figures::{coverage_pct, figures, pct, verdict, Coverage};
 pub use read::{
@@ -688,6 +690,8 @@ pub fn compare_with_noise(
             );
         }
     }
+    // Detection: the evaluation's mAP, higher is better, by its own rule.
+    detection::judge(&baseline.eval_last, &candidate.eval_last, &mut verdict);
     let losspy = match (&baseline.losspy, &candidate.losspy, options.rule) {
         (Some(b), Some(c), Rule::ModelzooLoss) => {
             let check = losspy_check(&baseline, &candidate, b, c, &verdict, options);
