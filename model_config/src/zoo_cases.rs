@@ -353,15 +353,25 @@ impl ZooCases {
             return out;
         };
         let lines = Locator::new(text);
-        let starts = lines.items();
+        let mut starts = lines.items();
+        if starts.len() != items.len() {
+            // Flow style (`[{case_name: a, ...}, ...]`): each item from its `case_name`.
+            starts = lines.flow_items();
+        }
+        let by_line = starts.len() == items.len();
         let mut seen: HashMap<String, usize> = HashMap::new();
         for (i, item) in items.iter().enumerate() {
-            // The item's lines: from its `- ` to the next one (the whole file when the list is
-            // written in flow style and the items cannot be told apart by line).
+            // The item's lines: from its first line to the next item's (an item sharing its
+            // line with the next gets that one line). When the items cannot be told apart by
+            // line, the list's first line only: searching the whole file for every item made
+            // large flow-style files quadratic (issue #38 C11).
             let (start, end) = match (starts.get(i), starts.get(i + 1)) {
-                (Some(&s), Some(&e)) if starts.len() == items.len() => (s, e),
-                (Some(&s), None) if starts.len() == items.len() => (s, lines.len()),
-                _ => (0, lines.len()),
+                (Some(&s), Some(&e)) if by_line => (s, e.max(s + 1)),
+                (Some(&s), None) if by_line => (s, lines.len()),
+                _ => {
+                    let first = lines.first_significant().unwrap_or(0);
+                    (first, (first + 1).min(lines.len()))
+                }
             };
             let mut check = CaseCheck {
                 lines: &lines,
@@ -1049,9 +1059,37 @@ impl<'a> Locator<'a> {
         line.len() - line.trim_start_matches(' ').len()
     }
 
+    /// 0-based line of the first line that is not blank or a comment.
+    fn first_significant(&self) -> Option<usize> {
+        (0..self.len()).find(|&l| self.significant(l))
+    }
+
+    /// 0-based lines of every `case_name` key, in order (one entry per key, so items sharing
+    /// a line share it): where the items of a flow-style list begin. One pass over the text.
+    fn flow_items(&self) -> Vec<usize> {
+        const KEY: &str = "case_name";
+        let mut out = Vec::new();
+        for (l, line) in self.lines.iter().enumerate() {
+            if line.trim_start().starts_with('#') {
+                continue;
+            }
+            for (at, _) in line.match_indices(KEY) {
+                let before = line[..at].chars().next_back();
+                let after = line[at + KEY.len()..].trim_start_matches(['"', '\'']);
+                let is_key = before
+                    .is_none_or(|c| matches!(c, '{' | ',' | ' ' | '\t' | '"' | '\''))
+                    && after.trim_start().starts_with(':');
+                if is_key {
+                    out.push(l);
+                }
+            }
+        }
+        out
+    }
+
     /// 0-based first lines of the top-level list's items.
     fn items(&self) -> Vec<usize> {
-        let Some(first) = (0..self.len()).find(|&l| self.significant(l)) else {
+        let Some(first) = self.first_significant() else {
             return Vec::new();
         };
         let col = self.indent(first);
@@ -1154,5 +1192,34 @@ mod tests {
         // Flow style: the parent's line.
         assert_eq!(l.find(9, 11, &["params", "lr"]), 11);
         assert_eq!(l.find(9, 11, &["desc"]), 10);
+    }
+
+    /// Issue #38 C11: a flow-style list's items are found by their `case_name` keys in one
+    /// pass, so each case is looked up in its own lines (not the whole file: quadratic).
+    #[test]
+    fn flow_style_items_begin_at_their_case_name() {
+        let text = "\
+# a flow list
+[
+  {case_name: a, desc: {run_dir: x}},
+  {\"case_name\": b}, {'case_name' : c},
+  {desc: {run_dir: my_case_name}, case_name: d}
+]
+";
+        let l = Locator::new(text);
+        assert_ne!(l.items().len(), 4, "not a block list");
+        assert_eq!(l.flow_items(), vec![2, 3, 3, 4]);
+        let cases = ZooCases::inspect_text(text, Path::new("/nonexistent/model.yaml"));
+        let lines: Vec<usize> = cases
+            .violations
+            .iter()
+            .filter(|v| v.case.as_deref() == Some("c"))
+            .map(|v| v.line)
+            .collect();
+        assert!(!lines.is_empty(), "{:?}", cases.violations);
+        assert!(
+            lines.iter().all(|&l| l == 4),
+            "case c is on line 4: {lines:?}"
+        );
     }
 }

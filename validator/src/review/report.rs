@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use crate::finding::{DirReport, LossPair, PairSource};
 use crate::render::{location, summarize};
-use crate::report::MAX_PLOT_POINTS;
+use crate::report::{YAxis, MAX_PLOT_POINTS};
 use crate::rules::Severity;
 
 /// Reports in reading order: the worst severity first, then more violations first, then path.
@@ -100,16 +100,10 @@ pub fn loss_svg(p: &LossPair) -> Result<String, String> {
             .collect()
     };
     let (c, s) = (pts(&cuda), pts(&sdaa));
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for (_, y) in c.iter().chain(&s) {
-        lo = lo.min(*y);
-        hi = hi.max(*y);
-    }
-    if !lo.is_finite() || !hi.is_finite() {
-        return Err("no finite values to draw".into());
-    }
-    let pad = ((hi - lo) * 0.05).max(hi.abs().max(1e-12) * 1e-6);
-    let (lo, hi) = (lo - pad, hi + pad);
+    // Any finite values, ±9e307 and denormals included, give an axis plotters can draw.
+    let axis = YAxis::of(c.iter().chain(&s).map(|p| p.1))
+        .ok_or_else(|| "no finite values to draw".to_string())?;
+    let (c, s) = (axis.scaled(c), axis.scaled(s));
     let n = (cuda.len().max(2) - 1) as f64;
     let mut svg = String::new();
     let draw = |svg: &mut String| -> Result<(), Box<dyn std::error::Error>> {
@@ -120,12 +114,12 @@ pub fn loss_svg(p: &LossPair) -> Result<String, String> {
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..n, lo..hi)?;
+            .build_cartesian_2d(0f64..n, axis.lo..axis.hi)?;
         chart
             .configure_mesh()
             .x_desc("step")
             .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_desc("loss")
+            .y_desc(axis.desc("loss"))
             .draw()?;
         let blue = RGBColor(31, 119, 180);
         let red = RGBColor(214, 39, 40);
@@ -367,6 +361,39 @@ pub fn write(
 
 #[cfg(test)]
 mod tests {
+    use crate::finding::{LossPair, PairSource};
+    use crate::report::tests::{tcap_log, within, EXTREMES};
+    use std::time::Duration;
+
+    /// Issue #38 C10: `validate --md` drawing the loss curves of logs whose values span
+    /// ±9e307 looped forever; any finite values (NaN and infinities mixed in) give a picture.
+    #[test]
+    fn loss_curves_of_extreme_values_are_drawn_in_bounded_time() {
+        for values in EXTREMES {
+            let t = tempfile::tempdir().unwrap();
+            let (cuda, sdaa) = (t.path().join("cuda.log"), t.path().join("sdaa.log"));
+            tcap_log(&cuda, values);
+            tcap_log(&sdaa, values);
+            let pair = LossPair {
+                source: PairSource::Logs { cuda, sdaa },
+                read_as: "log reader",
+                cuda_values: values.len(),
+                sdaa_values: values.len(),
+                steps: values.len(),
+                mean_relative_error: 0.0,
+                mean_absolute_error: 0.0,
+                pass: true,
+            };
+            let svg = within(
+                Duration::from_secs(30),
+                format!("the loss curves of {values:?}"),
+                move || super::loss_svg(&pair),
+            );
+            let svg = svg.unwrap_or_else(|e| panic!("{values:?}: {e}"));
+            assert!(svg.contains("<svg"), "{values:?}");
+        }
+    }
+
     #[test]
     fn base64_pads() {
         assert_eq!(super::base64(b"f"), "Zg==");
