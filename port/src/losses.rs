@@ -299,6 +299,49 @@ mod tests {
         assert!(err.contains("missing"), "{err}");
     }
 
+    /// Issue #39 item 5: a detection script's console (Deformable-DETR's `MetricLogger`, its
+    /// evaluation and the COCO summary) is read by the same reader as compare's: the loss is
+    /// `train.loss` (the window's median), never a sub-loss, numbered by the global step.
+    #[test]
+    fn a_detection_console_gives_train_loss_by_global_step() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut text = String::from("Start training\n");
+        for epoch in 0..2u64 {
+            for i in [0u64, 10, 13] {
+                let l = 30.0 - (epoch * 14 + i) as f64;
+                text.push_str(&format!(
+                    "Epoch: [{epoch}]  [{i:>2}/14]  eta: 0:00:05  lr: 0.000200  class_error: 100.00  grad_norm: 40.00  loss: {l:.4} ({:.4})  loss_ce: 2.0000 (2.1000)  loss_bbox_unscaled: 0.5000 (0.5100)  time: 0.5000  data: 0.0100\n",
+                    l + 1.0
+                ));
+            }
+            text.push_str("Averaged stats: lr: 0.000200  loss: 20.0000 (21.0000)\n");
+            text.push_str(
+                "Test:  [0/1]  eta: 0:00:00  loss: 25.0000 (25.0000)  time: 0.1  data: 0.0\n",
+            );
+            text.push_str("IoU metric: bbox\n Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.001\n");
+        }
+        let console = write(tmp.path(), &text);
+        let found = find(tmp.path(), &console, None, None).unwrap();
+        assert_eq!(
+            (found.metrics, found.values),
+            (vec!["train.loss".to_string()], 6)
+        );
+        let series = crate::steps::Series::read(&console, "train.loss").unwrap();
+        let got: Vec<(Option<u64>, Option<u64>, f64)> = series
+            .points
+            .iter()
+            .map(|p| (p.epoch, p.iteration, p.value))
+            .collect();
+        let want: Vec<(Option<u64>, Option<u64>, f64)> = (0..2u64)
+            .flat_map(|e| {
+                [0u64, 10, 13].map(|i| (Some(e), Some(e * 14 + i), 30.0 - (e * 14 + i) as f64))
+            })
+            .collect();
+        assert_eq!(got, want);
+        let found = find(tmp.path(), &console, None, Some("train.loss_ce")).unwrap();
+        assert_eq!(found.values, 6);
+    }
+
     #[test]
     fn named_losses_of_one_line_then_loss_key_picks_one() {
         let tmp = tempfile::tempdir().unwrap();
