@@ -4,9 +4,8 @@
 //! non-blocking and refused unless it is a regular file. The check is on the opened file
 //! (`fstat`), so a file swapped for a FIFO after a `stat` cannot slip through.
 
-use std::fs::{File, FileType, OpenOptions};
+use std::fs::{File, FileType};
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// What a file is, for messages: `a FIFO`, `a directory`, ... (one function for every tool).
@@ -22,19 +21,19 @@ pub fn not_regular(t: FileType) -> io::Error {
 }
 
 /// Opens `path` for reading when it is a regular file (symlinks followed); anything else is an
-/// `InvalidInput` error naming what it is. Never blocks: the file is opened with `O_NONBLOCK`
-/// (a no-op for regular files) and checked with `fstat` before it is returned.
+/// `InvalidInput` error naming what it is. Never blocks: this is
+/// [`modelzoo_support::input::open_regular`] (`O_NONBLOCK`, then `fstat` on the opened file),
+/// with this module's shorter messages for callers that name the file themselves.
 pub fn open_regular(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if meta.is_file() {
-        Ok(file)
-    } else {
-        Err(not_regular(meta.file_type()))
-    }
+    use modelzoo_support::input::InputError;
+    modelzoo_support::input::open_regular(path, "file").map_err(|e| match e {
+        InputError::NotRegular { kind, .. } => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a regular file ({kind})"),
+        ),
+        InputError::Io { source, .. } => source,
+        other => other.into(),
+    })
 }
 
 /// The text of a regular file ([`open_regular`]); invalid UTF-8 is an `InvalidData` error.

@@ -109,6 +109,10 @@ pub enum ConfigError {
 /// Most `_base_` files a chain may hold below the `-c` file (FleetX's own configs use one).
 pub const MAX_BASE_DEPTH: usize = 8;
 
+/// The largest config file (`-c` or a `_base_`) read: real FleetX configs are a few KB; a
+/// larger file is refused before it is read (docs/run_gpt.md, "Input bounds").
+pub const MAX_CONFIG_BYTES: u64 = 16 * modelzoo_support::input::MIB;
+
 /// One file of a configuration: the `-c` file or a `_base_` it inherits from.
 #[derive(Debug, Clone)]
 struct ConfigFile {
@@ -265,16 +269,17 @@ fn read_layer(
                 )));
             }
             // A base is a regular file: a FIFO or a device named here is refused, never read.
-            let base_text = crate::files::read_to_string(&base).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    at(format!(
-                        "`{name}`: no such file {} (paths are relative to this file)",
-                        base.display()
-                    ))
-                } else {
-                    at(format!("`{name}`: cannot read {}: {e}", base.display()))
-                }
-            })?;
+            let base_text =
+                crate::files::read_to_string_at_most(&base, MAX_CONFIG_BYTES).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        at(format!(
+                            "`{name}`: no such file {} (paths are relative to this file)",
+                            base.display()
+                        ))
+                    } else {
+                        at(format!("`{name}`: cannot read {}: {e}", base.display()))
+                    }
+                })?;
             chain.push(base.clone());
             let layer = read_layer(&base, base_text, chain, files)?;
             chain.pop();
@@ -322,10 +327,13 @@ impl ConfigTree {
     }
 
     fn from_file(path: &Path) -> Result<ConfigTree, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            error: source,
-        })?;
+        // A regular file of a sane size: a FIFO would block, `/dev/zero` never ends.
+        let text =
+            modelzoo_support::input::read_to_string_bounded(path, MAX_CONFIG_BYTES, "config file")
+                .map_err(|e| ConfigError::Read {
+                    path: path.to_path_buf(),
+                    error: e.into_io_reason(),
+                })?;
         ConfigTree::from_str(&text, path)
     }
 

@@ -576,3 +576,45 @@ fn a_base_that_is_not_a_regular_file_is_refused() {
         "{msg}"
     );
 }
+
+/// Issue #38 C9/D12: the `-c` file itself is opened regular-only (a FIFO hung run_gpt) and read
+/// only when within [`fleetx::MAX_CONFIG_BYTES`] (a sparse file here: nothing real written).
+#[test]
+fn a_config_that_is_a_fifo_or_too_large_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.yaml");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let f = fifo.clone();
+    std::thread::spawn(move || {
+        tx.send(
+            fleetx::load(Some(&f), &[])
+                .map(drop)
+                .unwrap_err()
+                .to_string(),
+        )
+        .unwrap()
+    });
+    let msg = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("blocked on a FIFO");
+    assert!(
+        msg.starts_with(&format!("cannot read config file {}", fifo.display()))
+            && msg.contains("is a FIFO, not a regular file"),
+        "{msg}"
+    );
+    let big = dir.path().join("big.yaml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(fleetx::MAX_CONFIG_BYTES + 1)
+        .unwrap();
+    let msg = fleetx::load(Some(&big), &[]).unwrap_err().to_string();
+    assert!(
+        msg.contains("big.yaml") && msg.contains("larger than 16777216 bytes"),
+        "{msg}"
+    );
+}
