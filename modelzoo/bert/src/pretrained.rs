@@ -56,6 +56,12 @@ impl Weights {
     /// checkpoints directory or a run's output directory: its newest checkpoint).
     pub fn read(path: &Path) -> Result<Weights, PretrainedError> {
         let is_ckpt = path.is_dir() || path.extension().is_some_and(|e| e == "ckpt");
+        if !path.is_dir() {
+            // libtorch opens the file itself: a FIFO would block it where no signal ends the
+            // read, `/dev/zero` would be read without end. Weights may be GBs: no size bound.
+            modelzoo_support::input::check_regular(path, "--pretrained")
+                .map_err(|e| read_error(path, e.reason()))?;
+        }
         let (kind, named): (&'static str, Vec<(String, Tensor)>) = if is_ckpt {
             let loaded = modelzoo_engine::checkpoint::read_newest(path)
                 .map_err(|e| read_error(path, e.to_string()))?;

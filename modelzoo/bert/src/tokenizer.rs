@@ -74,9 +74,16 @@ impl WordPiece {
                         message: "is a directory; give the tokenizer.json inside it".into(),
                     });
                 }
-                let bytes = std::fs::read(p).map_err(|e| TokenizerError::Load {
+                // A regular file within the tokenizer bound: a FIFO would block, `/dev/zero`
+                // would be read until memory ran out (issue #38).
+                let bytes = modelzoo_support::input::read_bounded(
+                    p,
+                    modelzoo_text::tokenizer::MAX_TOKENIZER_BYTES,
+                    "--tokenizer",
+                )
+                .map_err(|e| TokenizerError::Load {
                     path: p.to_path_buf(),
-                    message: e.to_string(),
+                    message: e.reason(),
                 })?;
                 let inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| {
                     TokenizerError::Load {

@@ -503,3 +503,36 @@ fn squad_answers_and_tokenizer_ids_are_checked_before_training() {
         assert!(!t.contains("train.loss"), "{args:?}: trained\n{t}");
     }
 }
+
+/// Issue #38 C9/D12: `--tokenizer` or `--pretrained` given a FIFO hung run_bert; given
+/// `/dev/zero` it read until 16.9 GB. Each is refused before anything runs: exit 2 naming the
+/// file and what it is. Under `timeout`, so a regression fails instead of hanging.
+#[test]
+fn a_fifo_or_a_device_as_tokenizer_or_pretrained_exits_2_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("tokenizer.json");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.to_str().unwrap();
+    let out = dir.path().join("out");
+    for (flag, path, want) in [
+        ("--tokenizer", fifo, "is a FIFO"),
+        ("--pretrained", fifo, "is a FIFO"),
+        ("--tokenizer", "/dev/zero", "is a character device"),
+        ("--pretrained", "/dev/zero", "is a character device"),
+    ] {
+        let o = std::process::Command::new("timeout")
+            .args(["60", BIN, "--model_name", "bert_tiny", "--step", "1"])
+            .arg("--output_dir")
+            .arg(&out)
+            .args([flag, path])
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag} {path}: {t}");
+        assert!(t.contains(path) && t.contains(want), "{flag} {path}: {t}");
+    }
+}

@@ -123,6 +123,13 @@ fn candidates(path: &Path) -> Result<Vec<PathBuf>, EngineError> {
             message: "no such checkpoint file or directory".into(),
         });
     }
+    // Refused here, before any run starts: a FIFO given as --resume would block the load.
+    modelzoo_support::input::check_regular(path, "checkpoint").map_err(|e| {
+        EngineError::Checkpoint {
+            path: path.to_path_buf(),
+            message: e.reason(),
+        }
+    })?;
     Ok(vec![path.to_path_buf()])
 }
 
@@ -254,6 +261,14 @@ pub fn read(path: &Path) -> Result<(Vec<(String, Tensor)>, Counters), EngineErro
             message: format!("is a directory; expected a {PREFIX}*.{EXT} checkpoint file"),
         });
     }
+    // libtorch opens the file itself: a FIFO would block it where no signal can end the wait
+    // (issue #38). A checkpoint may be GBs: the check is on the kind of file, not its size.
+    modelzoo_support::input::check_regular(path, "checkpoint").map_err(|e| {
+        EngineError::Checkpoint {
+            path: path.to_path_buf(),
+            message: e.reason(),
+        }
+    })?;
     let mut named = Tensor::load_multi(path).map_err(|e| EngineError::Checkpoint {
         path: path.to_path_buf(),
         message: format!(

@@ -63,6 +63,12 @@ pub fn load_safetensors(
     ignore: &dyn Fn(&str) -> bool,
     hint: &str,
 ) -> Result<usize, StateDictError> {
+    // A regular file: tch reads it itself, and a FIFO would block it, `/dev/zero` would be
+    // read without end (issue #38). Weights may be GBs: no size bound.
+    modelzoo_support::input::check_regular(path, "weights").map_err(|e| StateDictError::Read {
+        path: path.to_path_buf(),
+        message: e.reason(),
+    })?;
     // tch panics (rather than erring) on some malformed files.
     let named = match std::panic::catch_unwind(|| Tensor::read_safetensors(path)) {
         Ok(Ok(named)) => named,

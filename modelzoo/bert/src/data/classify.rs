@@ -186,10 +186,7 @@ fn read_jsonl(path: &Path, text: &str) -> Result<Vec<Raw>, DataError> {
 }
 
 fn read(path: &Path) -> Result<Vec<Raw>, DataError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = super::read_text(path)?;
     let rows = if path.extension().is_some_and(|e| e == "jsonl") {
         read_jsonl(path, &text)?
     } else {

@@ -124,10 +124,7 @@ impl Documents {
             }
             Some(input) => {
                 for file in text_files(input)? {
-                    let raw = std::fs::read_to_string(&file).map_err(|source| DataError::Io {
-                        path: file.clone(),
-                        source,
-                    })?;
+                    let raw = super::read_text(&file)?;
                     if file.extension().is_some_and(|e| e == "jsonl") {
                         for doc in jsonl_docs(&file, &raw, tok.vocab_size())? {
                             match doc {

@@ -155,10 +155,7 @@ fn read_file(path: &Path, tok: &WordPiece) -> Result<Vec<Example>, DataError> {
         path: path.to_path_buf(),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = super::read_text(path)?;
     let file: File = serde_json::from_str(&text).map_err(|e| {
         bad(format!(
             "not a SQuAD v1.1 file ({e}); expected {{\"data\": [{{\"paragraphs\": [{{\"context\", \"qas\": [{{\"id\", \"question\", \"answers\": [{{\"text\", \"answer_start\"}}]}}]}}]}}]}}"
