@@ -83,3 +83,35 @@ fn a_second_run_into_a_used_output_dir_is_refused_and_resume_output_dir_continue
     );
     assert!(out.join("checkpoints/step_00000003.ckpt").is_file());
 }
+
+/// Issue #38 C9: `-c` or `-o Data.dataset.tokenizer=` naming a FIFO hung run_gpt. Both are
+/// refused at once: exit 2 naming the file. Under `timeout`, so a regression fails.
+#[test]
+fn a_fifo_as_config_or_tokenizer_exits_2_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.to_str().unwrap();
+    let cfg = tiny();
+    let tokenizer = format!("Data.dataset.tokenizer={fifo}");
+    for args in [
+        vec!["-c", fifo],
+        vec!["-c", cfg.to_str().unwrap(), "-o", &tokenizer],
+    ] {
+        let o = Command::new("timeout")
+            .arg("60")
+            .arg(BIN)
+            .args(&args)
+            .arg("--output_dir")
+            .arg(dir.path().join("out"))
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(fifo) && t.contains("a FIFO"), "{args:?}: {t}");
+    }
+}
