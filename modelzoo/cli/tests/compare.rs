@@ -623,3 +623,35 @@ fn console_loss_lines_named_losses_and_loss_key() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+/// Issue #38 C9: a FIFO given as `--baseline` (and a device as `--candidate`) is refused at
+/// once with exit 2 naming it; before, compare blocked on the FIFO forever. Run under
+/// `timeout` so a regression fails (exit 124) instead of hanging the suite.
+#[test]
+fn a_fifo_or_a_device_as_a_log_exits_2_at_once() {
+    let t = tempfile::tempdir().unwrap();
+    let fifo = t.path().join("cuda.log");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let ok = log(t.path(), "ok.log", 10, 1.0);
+    for (baseline, candidate, named) in [
+        (fifo.as_path(), ok.as_path(), "a FIFO"),
+        (ok.as_path(), Path::new("/dev/zero"), "a character device"),
+    ] {
+        let out = Command::new("timeout")
+            .arg("30")
+            .arg(env!("CARGO_BIN_EXE_modelzoo"))
+            .args(["compare", "--baseline"])
+            .arg(baseline)
+            .arg("--candidate")
+            .arg(candidate)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(named), "{stderr}");
+    }
+}
