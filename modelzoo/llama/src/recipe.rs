@@ -5,16 +5,15 @@
 
 use std::path::Path;
 
-use modelzoo_engine::app::{Built, OutputWriter, Plan, Recipe, RunContext, RunError};
+use modelzoo_engine::app::{Built, Plan, Recipe, RunContext, RunError};
 use modelzoo_engine::{state_dict, BasicModule};
 use run_scripts_template::StandardArgs;
 
 use crate::args::ModelArgs;
-use crate::checkpoint::{self, Meta};
+use crate::checkpoint;
 use crate::config::LlamaConfig;
 use crate::model::Llama;
-use crate::module::{peak_flops, LlamaModule};
-use modelzoo_text::lm::TokenData;
+use crate::module::LlamaModule;
 
 /// The merged argument spec built by build.rs (standard.yaml + spec.yaml).
 pub const SPEC_YAML: &str = include_str!(concat!(env!("OUT_DIR"), "/run_args.yaml"));
@@ -67,44 +66,27 @@ impl Recipe for LlamaRecipe {
         config: LlamaConfig,
         run: &RunContext,
     ) -> Result<Built<LlamaModule>, RunError> {
-        let data = TokenData::load(&config.data, config.model.vocab_size, run)?;
-        let (seq, micro, accum) = (data.seq, data.micro, data.accumulate);
-        // The checkpoints carry what `--generate` needs to rebuild the model and tokenizer.
-        let ckpt_dir = run.settings.ckpt_dir.clone();
-        let meta = Meta {
-            model: config.model.clone(),
-            tokenizer: config.data.dataset.tokenizer.clone(),
+        let note = if config.model.use_recompute {
+            ", activation recompute"
+        } else {
+            ""
         };
-        let write_meta: OutputWriter =
-            Box::new(move || checkpoint::write_meta(&ckpt_dir, &meta).map_err(RunError::input));
-        let amp = matches!(
-            run.settings.precision,
-            modelzoo_engine::Precision::Amp { .. }
-        );
-        let (peak, peak_source) = peak_flops(run.train_device, &run.device.name(), amp);
-        let module = LlamaModule::new(
-            |vs| Llama::new(vs, &config.model),
-            config.optimizer.clone(),
-            seq as i64,
-            peak,
-            run.settings.seed,
-        );
-        if let Some(path) = &args.pretrained {
-            let tied = module.model().config().tie_word_embeddings;
-            crate::pretrained::load(module.var_store(), path, tied).map_err(RunError::input)?;
-            tracing::info!(weights = %path.display(), "starting from Hugging Face weights");
-        }
-        Ok(Built {
-            module,
-            train: Box::new(data.train),
-            val: data.val,
-            data: format!("the training data of {}", data.corpus),
-            summary: format!(
-                "micro batch {micro} x {accum} accumulation, seq {seq}{}; MFU against {peak:.3e} FLOP/s ({peak_source})",
-                if config.model.use_recompute { ", activation recompute" } else { "" }
-            ),
-            on_output_claimed: Some(write_meta),
-        })
+        modelzoo_text::lm::build(
+            config,
+            run,
+            checkpoint::META,
+            Llama::new,
+            |module| {
+                if let Some(path) = &args.pretrained {
+                    let tied = module.model().config().tie_word_embeddings;
+                    crate::pretrained::load(module.var_store(), path, tied)
+                        .map_err(RunError::input)?;
+                    tracing::info!(weights = %path.display(), "starting from Hugging Face weights");
+                }
+                Ok(())
+            },
+            note,
+        )
     }
 }
 

@@ -355,3 +355,57 @@ pub fn plan<M: ModelSection>(std: &StandardArgs) -> Result<Plan<LmConfig<M>>, Ru
         prepared: config,
     })
 }
+
+/// What a decoder recipe's `build` is, for any network: this process's token data, the
+/// [`LmModule`] around the network `build` makes (MFU against the device's peak, FLOP/s
+/// [`crate::mfu::peak_flops`]), and the writer of `meta_file` beside the checkpoints (the
+/// `Model` section and the tokenizer: what `--generate --ckpt` rebuilds the network from).
+/// `then` runs on the built module before training (run_llama loads `--pretrained` weights
+/// there); `note` is added to the summary after the sequence length.
+pub fn build<M, N>(
+    config: LmConfig<M>,
+    run: &RunContext,
+    meta_file: &'static str,
+    build: impl FnOnce(&nn::Path, &M) -> N,
+    then: impl FnOnce(&LmModule<N>) -> Result<(), RunError>,
+    note: &str,
+) -> Result<modelzoo_engine::app::Built<LmModule<N>>, RunError>
+where
+    M: ModelSection + Clone + serde::Serialize + Send + 'static,
+    N: TokenModel,
+{
+    let data = TokenData::load(&config.data, config.model.vocab_size(), run)?;
+    let (seq, micro, accum) = (data.seq, data.micro, data.accumulate);
+    // The checkpoints carry what `--generate` needs to rebuild the model and tokenizer.
+    let ckpt_dir = run.settings.ckpt_dir.clone();
+    let meta = crate::checkpoint::Meta {
+        model: config.model.clone(),
+        tokenizer: config.data.dataset.tokenizer.clone(),
+    };
+    let write_meta: modelzoo_engine::app::OutputWriter = Box::new(move || {
+        crate::checkpoint::write_meta(&ckpt_dir, meta_file, &meta).map_err(RunError::input)
+    });
+    let amp = matches!(
+        run.settings.precision,
+        modelzoo_engine::Precision::Amp { .. }
+    );
+    let (peak, peak_source) = crate::mfu::peak_flops(run.train_device, &run.device.name(), amp);
+    let module = LmModule::new(
+        |vs| build(vs, &config.model),
+        config.optimizer.clone(),
+        seq as i64,
+        peak,
+        run.settings.seed,
+    );
+    then(&module)?;
+    Ok(modelzoo_engine::app::Built {
+        module,
+        train: Box::new(data.train),
+        val: data.val,
+        data: format!("the training data of {}", data.corpus),
+        summary: format!(
+            "micro batch {micro} x {accum} accumulation, seq {seq}{note}; MFU against {peak:.3e} FLOP/s ({peak_source})"
+        ),
+        on_output_claimed: Some(write_meta),
+    })
+}
