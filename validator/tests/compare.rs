@@ -514,3 +514,176 @@ fn logs_in_different_formats_pair_by_step() {
         assert!(cmp.verdict.pass);
     }
 }
+
+/// A family of runs: one log per level, tcap stdout lines of 20 steps whose loss decays to
+/// `level` (the same shape in every run, so the final values differ exactly by the levels).
+fn family(dir: &Path, name: &str, metric: &str, levels: &[f64]) -> Vec<PathBuf> {
+    levels
+        .iter()
+        .enumerate()
+        .map(|(i, level)| {
+            let path = dir.join(format!("{name}{}.log", i + 1));
+            let mut s = String::new();
+            for it in 0..20 {
+                let v = level + 0.5 * (-(it as f64) / 3.0).exp();
+                writeln!(s, "TCAPPDLL 2025-05-15 14:20:10.9 - Epoch: 0 Iteration: {it}  rank : 0  {metric} : {v}").unwrap();
+            }
+            fs::write(&path, s).unwrap();
+            path
+        })
+        .collect()
+}
+
+#[test]
+fn runs_welch_judges_families_with_known_spread() {
+    use validator::compare::{compare_runs, Goal};
+    let t = tempfile::tempdir().unwrap();
+    let base_levels = [1.94, 2.00, 2.06, 1.97, 2.03]; // ±3%: wider than the 1% rule
+    let base = family(t.path(), "cuda", "train.loss", &base_levels);
+    let shifted = |d: f64| base_levels.iter().map(|l| l + d).collect::<Vec<_>>();
+    let opts = Options::default();
+
+    // 1.5% worse: every pair fails the 1% rule, but inside the runs' noise the test passes.
+    let near = family(t.path(), "near", "train.loss", &shifted(0.03));
+    let r = compare_runs(&base, &near, &opts, None).unwrap();
+    assert_eq!(r.decided_by, "welch");
+    assert!(r.pass, "{}", r.reason);
+    assert!(
+        !r.pairs_pass && r.pairs.iter().all(|p| !p.pass),
+        "{:?}",
+        r.pairs
+    );
+    assert_eq!(r.goal, Goal::Minimize);
+    let w = r.test.as_ref().unwrap();
+    assert!((w.worse_by - 0.03).abs() < 1e-9, "{w:?}");
+    assert!(w.p > ALPHA_TEST && w.p < 0.5, "{w:?}");
+    assert!(r.reason.contains("within the runs' noise"), "{}", r.reason);
+    let sb = &r.baseline.spread;
+    assert_eq!(sb.n, 5);
+    assert!((sb.max - sb.min - 0.12).abs() < 1e-9, "{sb:?}");
+    assert!(sb.olympic_mean.is_some() && sb.std.unwrap() > 0.04);
+
+    // 10% worse: far outside the noise — FAIL.
+    let far = family(t.path(), "far", "train.loss", &shifted(0.2));
+    let r = compare_runs(&base, &far, &opts, None).unwrap();
+    assert!(!r.pass && r.test.as_ref().unwrap().reject, "{}", r.reason);
+    assert!(r.reason.contains("H0 rejected"), "{}", r.reason);
+
+    // Equal families (other files, the same values): PASS.
+    let same = family(t.path(), "same", "train.loss", &base_levels);
+    let r = compare_runs(&base, &same, &opts, None).unwrap();
+    assert!(r.pass && r.test.as_ref().unwrap().p > 0.5, "{}", r.reason);
+
+    // Higher is better (an accuracy, by its name): a lower candidate fails, a higher passes.
+    let acc_opts = Options {
+        metric: "train.acc1".into(),
+        metric_fallback: false,
+        ..Options::default()
+    };
+    let acc = family(t.path(), "acc", "train.acc1", &[70.0, 71.0, 72.0]);
+    let lower = family(t.path(), "acclow", "train.acc1", &[60.0, 61.0, 62.0]);
+    let higher = family(t.path(), "acchigh", "train.acc1", &[80.0, 81.0, 82.0]);
+    let r = compare_runs(&acc, &lower, &acc_opts, None).unwrap();
+    assert_eq!(r.goal, Goal::Maximize);
+    assert!(!r.pass, "{}", r.reason);
+    assert!(compare_runs(&acc, &higher, &acc_opts, None).unwrap().pass);
+    // --goal overrides the name: as a loss, the higher candidate is the worse one.
+    let r = compare_runs(&acc, &higher, &acc_opts, Some(Goal::Minimize)).unwrap();
+    assert!(!r.pass && r.goal_note.contains("--goal"), "{}", r.goal_note);
+}
+
+const ALPHA_TEST: f64 = validator::compare::ALPHA;
+
+#[test]
+fn runs_refuse_broken_families() {
+    use validator::compare::compare_runs;
+    let t = tempfile::tempdir().unwrap();
+    let base = family(t.path(), "b", "train.loss", &[2.0, 2.01, 1.99]);
+    let cand = family(t.path(), "c", "train.loss", &[2.0, 2.01, 1.99]);
+    let opts = Options::default();
+    // A run given twice would understate the noise: refused (exit 2), naming it.
+    let twice = vec![base[0].clone(), base[1].clone(), base[0].clone()];
+    let err = compare_runs(&twice, &cand, &opts, None).unwrap_err();
+    assert!(err.to_string().contains("given twice"), "{err}");
+    // A candidate run that stopped early fails though the test passes.
+    let short = t.path().join("short.log");
+    fs::write(
+        &short,
+        "TCAPPDLL 2025-05-15 14:20:10.9 - Epoch: 0 Iteration: 0  rank : 0  train.loss : 2.5\n",
+    )
+    .unwrap();
+    let partial = vec![cand[0].clone(), cand[1].clone(), short.clone()];
+    let opts_partial = Options {
+        allow_partial: true,
+        ..Options::default()
+    };
+    // (its one pair fails coverage too unless partial runs are allowed)
+    let r = compare_runs(&base, &partial, &opts_partial, None).unwrap();
+    assert!(
+        r.warnings.iter().any(|w| w.contains("short.log")),
+        "{:?}",
+        r.warnings
+    );
+    let err_or_fail = compare_runs(&base, &partial, &opts, None).unwrap();
+    assert!(
+        !err_or_fail.pass && err_or_fail.reason.contains("stopped early"),
+        "{}",
+        err_or_fail.reason
+    );
+    // A diverged run fails, whatever the others say.
+    let nan = t.path().join("nan.log");
+    let mut s = String::new();
+    for it in 0..20 {
+        let v = if it == 19 {
+            "nan".to_string()
+        } else {
+            "2.0".to_string()
+        };
+        writeln!(
+            s,
+            "TCAPPDLL 2025-05-15 14:20:10.9 - Epoch: 0 Iteration: {it}  rank : 0  train.loss : {v}"
+        )
+        .unwrap();
+    }
+    fs::write(&nan, s).unwrap();
+    let diverged = vec![cand[0].clone(), cand[1].clone(), nan];
+    let r = compare_runs(&base, &diverged, &opts, None).unwrap();
+    assert!(!r.pass && r.reason.contains("NaN"), "{}", r.reason);
+}
+
+#[test]
+fn runs_on_the_real_modelzoo_pair_say_the_noise_is_unknown() {
+    use validator::compare::{compare_runs, Goal};
+    let Some(dir) = fixtures() else { return };
+    let cuda = dir.join("facial-expression-recognition/cuda_loss.json");
+    let sdaa = dir.join("facial-expression-recognition/sdaa_loss.json");
+    let classic = compare_files(&cuda, &sdaa, &Options::default()).unwrap();
+    let (b1, c1) = (vec![cuda.clone()], vec![sdaa.clone()]);
+    let r = compare_runs(&b1, &c1, &Options::default(), None).unwrap();
+    // One run a side: no test, the per-pair rule decides as the classic compare does.
+    assert!(r.test.is_none());
+    assert_eq!(r.decided_by, "per-pair");
+    assert_eq!(r.pass, classic.verdict.pass);
+    assert!(
+        r.reason.contains("noise is unknown") && r.reason.contains("3 runs a side"),
+        "{}",
+        r.reason
+    );
+    // The direction is the log's own METADATA (`GOAL: MINIMIZE`).
+    assert_eq!(r.goal, Goal::Minimize);
+    assert!(r.goal_note.contains("METADATA"), "{}", r.goal_note);
+    // Its final value is the mean of the run's own last 10 values.
+    let losses = json_losses(&cuda);
+    let last10 = losses[losses.len() - 10..].iter().sum::<f64>() / 10.0;
+    assert!((r.baseline.runs[0].final_value - last10).abs() < 1e-12);
+    // Two real runs against one: still too few — the per-pair rule on both pairs.
+    let r = compare_runs(
+        &[cuda.clone(), sdaa.clone()],
+        &c1,
+        &Options::default(),
+        None,
+    )
+    .unwrap();
+    assert_eq!((r.pairs.len(), r.decided_by), (2, "per-pair"));
+    assert!(r.reason.contains("too few"), "{}", r.reason);
+}

@@ -19,14 +19,20 @@
 //! whether the candidate deviates from the baseline more than that run does: the noise floor
 //! ([`NoiseFloor`]), reported beside the rule's verdict and gating it only under
 //! [`Options::noise_gate`].
+//!
+//! Given several runs a side ([`compare_runs`]), the verdict is Welch's one-sided t-test on
+//! the runs' final values, with the per-pair rule beside it.
 
 mod detection;
 mod facts;
 mod figures;
 mod losspy_check;
+mod next_steps;
 mod noise;
 mod pairing;
 mod read;
+mod runs;
+mod stats;
 mod steps;
 
 use std::collections::BTreeMap;
@@ -38,6 +44,7 @@ use serde::Serialize;
 use crate::losspy;
 use figures::gate_coverage;
 use losspy_check::losspy_check;
+use next_steps::next_steps;
 use noise::noise_floor;
 use pairing::{pair_by_key, pair_by_order};
 
@@ -48,6 +55,12 @@ pub use read::{
     compare_files, is_training_loss, read_series, read_series_of_first, same_file, DEFAULT_METRIC,
     METRIC_FALLBACKS,
 };
+pub use runs::{
+    compare_runs, declared_goal, expand_glob, runs_json, runs_markdown, runs_text, verdict_line,
+    welch, write_runs_report, Goal, PairVerdict, RunFinal, RunsComparison, Side, WelchTest, ALPHA,
+    MIN_RUNS,
+};
+pub use stats::{spread, student_t_sf, welch_df, Spread};
 pub use steps::{KeySeq, Keyed, Pairs, Steps};
 
 /// How steps of the two logs are paired.
@@ -755,68 +768,6 @@ pub fn compare_with_noise(
         config,
         next_steps,
     })
-}
-
-/// A path as a shell word.
-fn shell_word(p: &std::path::Path) -> String {
-    let s = p.display().to_string();
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:%,+@".contains(c))
-    {
-        s
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
-/// What to run after a FAIL, in order: make the runs compute the same thing, measure the
-/// run-to-run variation with a second-seed baseline (`--noise`), then dump one step of each
-/// run and let `modelzoo diff` name the op that drifted (docs/diff.md).
-fn next_steps(
-    baseline: &Series,
-    candidate: &Series,
-    verdict: &Verdict,
-    config: &RunConfig,
-    noise: Option<&NoiseFloor>,
-    options: &Options,
-) -> Vec<String> {
-    let (b, c) = (shell_word(&baseline.path), shell_word(&candidate.path));
-    let mut steps = Vec::new();
-    if !config.differences.is_empty() {
-        steps.push(format!(
-            "make the two runs compute the same thing first: they differ in {} (see the run configuration above); rerun one with the other's settings and compare again",
-            config
-                .differences
-                .iter()
-                .map(|d| d.key.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if !verdict.rule_pass || noise.is_some_and(|n| n.gate) {
-        if noise.is_none() {
-            let metric = if options.metric_fallback && options.metric == DEFAULT_METRIC {
-                String::new()
-            } else {
-                format!(" --metric {}", options.metric)
-            };
-            steps.push(format!(
-                "measure run-to-run variation: run the baseline's training again on its device with the same flags and another seed (e.g. --seed 2), then: modelzoo compare --baseline {b} --candidate {c}{metric} --noise <that run's log>"
-            ));
-        }
-        steps.push(
-            "dump one training step of each run (same seed, data and flags; only the device differs): run_<model> … --step 1 --dump dumps/cuda on the baseline's device and run_<model> … --step 1 --dump dumps/sdaa on the candidate's (a Python script: modelzoo_probe.dump, docs/diff.md)".to_string(),
-        );
-        steps.push(
-            "find the op that drifted: modelzoo diff --baseline dumps/cuda --candidate dumps/sdaa --report-dir diff-report".to_string(),
-        );
-    } else {
-        steps.push(
-            "the steps compared pass the rule, but the runs are not the same length: run the shorter one to the end of its schedule, or judge the steps compared with --allow-partial (or a lower --min-coverage)".to_string(),
-        );
-    }
-    steps
 }
 
 #[cfg(test)]

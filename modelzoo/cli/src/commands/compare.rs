@@ -5,6 +5,10 @@
 //! candidate beyond the noise floor fails too), 2 unusable input (unreadable file, metric
 //! absent, no common steps, a baseline that is 0 at every step, a noise run sharing no step,
 //! report directory not writable).
+//!
+//! Several logs a side (`--baseline a.log b.log c.log --candidate …`, or quoted globs the tool
+//! expands) judge the runs' final values with Welch's one-sided t-test (validator's
+//! `compare_runs`); with one log a side the output says that the run-to-run noise is unknown.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,14 +34,29 @@ pub enum AlignArg {
     Order,
 }
 
+/// Which way is better.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum GoalArg {
+    /// Lower is better (losses).
+    Minimize,
+    /// Higher is better (accuracy, mAP).
+    Maximize,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
-    /// Baseline (CUDA) log: any format dllogger reads.
-    #[arg(long, value_name = "LOG")]
-    pub baseline: PathBuf,
-    /// Candidate (SDAA) log.
-    #[arg(long, value_name = "LOG")]
-    pub candidate: PathBuf,
+    /// Baseline (CUDA) log(s): any format dllogger reads. Several runs (or a quoted glob,
+    /// expanded here) judge the runs' final values with Welch's t-test (3 or more a side).
+    #[arg(long, value_name = "LOG", num_args = 1.., required = true)]
+    pub baseline: Vec<PathBuf>,
+    /// Candidate (SDAA) log(s), as --baseline.
+    #[arg(long, value_name = "LOG", num_args = 1.., required = true)]
+    pub candidate: Vec<PathBuf>,
+    /// Which way is better for the metric, for the test across runs: minimize (losses) or
+    /// maximize (accuracy, mAP). Default: the baseline log's METADATA GOAL, else the metric's
+    /// name.
+    #[arg(long, value_enum, value_name = "GOAL")]
+    pub goal: Option<GoalArg>,
     /// Metric to compare (`--loss-key` is the same flag, as in `modelzoo port`). Default:
     /// train.loss, or — in a log that has none — the first of train_loss, loss it has, else
     /// the named losses of one line (`Loss_D`, `Loss_G`: each compared, the verdict the worst);
@@ -151,18 +170,76 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         noise_factor: args.noise_factor,
         noise_gate: args.noise_gate,
     };
-    let cmp = compare::compare_files(&args.baseline, &args.candidate, &options)?;
+    let expand = |paths: &[PathBuf], role: &str| -> anyhow::Result<Vec<PathBuf>> {
+        let mut all = Vec::new();
+        for p in paths {
+            all.extend(compare::expand_glob(p).map_err(|e| anyhow::anyhow!("--{role}: {e}"))?);
+        }
+        Ok(all)
+    };
+    let baselines = expand(&args.baseline, "baseline")?;
+    let candidates = expand(&args.candidate, "candidate")?;
     let command = command_line();
+    if baselines.len() > 1 || candidates.len() > 1 {
+        return run_many(&args, &baselines, &candidates, &options, &command);
+    }
+    let cmp = compare::compare_files(&baselines[0], &candidates[0], &options)?;
     if args.json {
         print!("{}", report::summary_json(&cmp, &command));
     } else {
         print!("{}", report::text(&cmp));
+    }
+    if cmp.noise.is_none() {
+        let note = format!(
+            "note: one run a side — the run-to-run noise is unknown, so this verdict may be noise: {} runs a side settle it (modelzoo compare --baseline b1.log b2.log b3.log --candidate c1.log c2.log c3.log: Welch's t-test on their final values)",
+            compare::MIN_RUNS
+        );
+        if args.json {
+            eprintln!("{note}");
+        } else {
+            println!("{note}");
+        }
     }
     if let Some(dir) = &args.report_dir {
         report::write_report(dir, &cmp, &command)?;
         tracing::info!("report written to {}", dir.display());
     }
     Ok(if cmp.verdict.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Several runs a side: Welch's t-test on the final values decides (3 or more a side), the
+/// per-pair rule beside it.
+fn run_many(
+    args: &Args,
+    baselines: &[PathBuf],
+    candidates: &[PathBuf],
+    options: &Options,
+    command: &str,
+) -> anyhow::Result<ExitCode> {
+    if args.noise.is_some() {
+        anyhow::bail!(
+            "--noise measures the noise from one extra baseline run for a single pair; with several runs a side the runs themselves measure it — give the noise run as one more --baseline instead"
+        );
+    }
+    let goal = args.goal.map(|g| match g {
+        GoalArg::Minimize => compare::Goal::Minimize,
+        GoalArg::Maximize => compare::Goal::Maximize,
+    });
+    let runs = compare::compare_runs(baselines, candidates, options, goal)?;
+    if args.json {
+        print!("{}", compare::runs_json(&runs, command));
+    } else {
+        print!("{}", compare::runs_text(&runs));
+    }
+    if let Some(dir) = &args.report_dir {
+        compare::write_runs_report(dir, &runs, command)?;
+        tracing::info!("report written to {}", dir.display());
+    }
+    Ok(if runs.pass {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
