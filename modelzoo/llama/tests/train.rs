@@ -402,3 +402,43 @@ fn cut_off_configs_and_oversized_generations_exit_2() {
         "used {used}, estimated {estimate}"
     );
 }
+
+/// Issue #38 C9: `-c`, `-o Data.dataset.tokenizer=` or `--pretrained` naming a FIFO is refused
+/// at once with exit 2 naming it, never opened for a blocking read. Under `timeout`, so a
+/// regression fails instead of hanging.
+#[test]
+fn a_fifo_as_config_tokenizer_or_weights_exits_2_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.to_str().unwrap();
+    let cfg = tiny();
+    let cfg = cfg.to_str().unwrap();
+    let tokenizer = format!("Data.dataset.tokenizer={fifo}");
+    for args in [
+        vec!["-c", fifo],
+        vec!["-c", cfg, "-o", &tokenizer],
+        vec!["-c", cfg, "--pretrained", fifo],
+    ] {
+        let o = Command::new("timeout")
+            .arg("60")
+            .arg(BIN)
+            .args(&args)
+            .args(["--step", "1", "--output_dir"])
+            .arg(dir.path().join("out"))
+            .env_remove("WORLD_SIZE")
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        // `--pretrained` was refused before this issue already, in the recipe's own words.
+        assert!(
+            t.contains(fifo) && (t.contains("a FIFO") || t.contains("not a regular file")),
+            "{args:?}: {t}"
+        );
+    }
+}

@@ -274,3 +274,31 @@ fn diagnostics_into_a_pipe_have_no_colour_codes() {
         "ESC in output:\n{t}"
     );
 }
+
+/// Issue #38 C9: `--resume` naming a FIFO hung run_resnet (deaf to the first SIGTERM, blocked in
+/// libtorch's read). It is refused before the run starts: exit 2 naming it. Under `timeout`,
+/// so a regression fails instead of hanging.
+#[test]
+fn a_fifo_as_resume_exits_2_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("step_1.ckpt");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut args = common::small(&dir.path().join("out"));
+    args.extend(["--resume".to_string(), fifo.display().to_string()]);
+    let o = Command::new("timeout")
+        .arg("60")
+        .arg(BIN)
+        .args(&args)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains(&fifo.display().to_string()) && t.contains("a FIFO"),
+        "{t}"
+    );
+}
