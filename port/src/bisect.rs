@@ -22,7 +22,7 @@ use modelzoo_support::process::{self, Job, RunOutcome};
 use serde::Serialize;
 use validator::compare;
 
-use crate::{copy, losses, runs::fresh_dir, steps, PortError};
+use crate::{copy, losses, runs::fresh_dir, steps, Port, PortError, Verdict, WORK_DIR};
 
 /// Why a bisection could not run (exit 2), or was interrupted (exit 130).
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +83,8 @@ pub struct Options {
     /// Longest one trial may take.
     pub timeout: Duration,
     pub kit: Option<Kit>,
+    /// Set in every trial's environment besides the kit's own.
+    pub extra_env: Vec<(String, String)>,
 }
 
 /// How a bisection ended.
@@ -406,6 +408,9 @@ impl Runner<'_> {
             }
         }
         command.env("PYTHONUNBUFFERED", "1");
+        for (k, v) in &opts.extra_env {
+            command.env(k, v);
+        }
         if fallback.is_empty() {
             command.env_remove(FALLBACK_ENV);
         } else {
@@ -456,7 +461,7 @@ impl Runner<'_> {
                         return None;
                     }
                     tick += 1;
-                    if watch && tick % 4 == 0 {
+                    if watch && tick.is_multiple_of(4) {
                         if let Some(why) = early_verdict(baseline, &source, &snapshot) {
                             stop.store(true, Ordering::SeqCst);
                             return Some(why);
@@ -705,6 +710,63 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Report, BisectError> {
         }
     })?;
     Ok(report)
+}
+
+/// `modelzoo port --bisect`: after a port that drifted (its losses left the original's), bisect
+/// its command on copies of the port against the original's loss log, with the port's rule;
+/// the trials and `bisect.json` go to `DST/.modelzoo-port/bisect`. None when the port did not
+/// drift (nothing a fallback could heal: it passed, crashed, or could not be judged).
+pub fn after_port(
+    port: &Port,
+    log: Option<PathBuf>,
+    loss_key: Option<String>,
+    timeout: Duration,
+    kit: Option<Kit>,
+    cancel: &AtomicBool,
+) -> Option<Result<Report, BisectError>> {
+    if port.verdict != Verdict::Drift {
+        return None;
+    }
+    let Some(baseline) = port.baseline.loss_log.clone() else {
+        return Some(Err(PortError::Input {
+            path: port.out.clone(),
+            message: "the original's run left no loss log to bisect against".into(),
+        }
+        .into()));
+    };
+    if port.loss_note.is_some() {
+        return Some(Err(PortError::Input {
+            path: baseline,
+            message: "the losses were read from the port's backward() records (the script prints none); bisect reads printed losses only: make the script print its loss, then run `modelzoo bisect`".into(),
+        }
+        .into()));
+    }
+    let rule = match port.rule.as_ref().map(|r| r.name.as_str()) {
+        Some("step-by-step") => Rule::Step,
+        _ => Rule::Rel1,
+    };
+    let mut extra_env = Vec::new();
+    if port.baseline.device.starts_with("cpu")
+        && std::env::var_os("SDAA_EMULATOR_DEVICES").is_none()
+    {
+        // As many devices as the CPU baseline reported, as the port's own run had.
+        extra_env.push(("SDAA_EMULATOR_DEVICES".to_string(), "local".to_string()));
+    }
+    let opts = Options {
+        baseline,
+        command: port.command.clone(),
+        rule: Some(rule),
+        max_runs: None,
+        time_budget: None,
+        src: Some(port.out.clone()),
+        work: port.out.join(WORK_DIR).join("bisect"),
+        log,
+        loss_key,
+        timeout,
+        kit,
+        extra_env,
+    };
+    Some(run(&opts, cancel))
 }
 
 /// The report in words, for the console.

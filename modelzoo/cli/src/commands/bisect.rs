@@ -74,6 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         loss_key: args.loss_key,
         timeout: Duration::from_secs(args.timeout),
         kit: Kit::locate(),
+        extra_env: Vec::new(),
     };
     match bisect::run(&opts, &cancel) {
         Ok(report) => {

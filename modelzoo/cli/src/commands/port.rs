@@ -48,6 +48,19 @@ pub struct Args {
     /// port is judged against this log by the 1% rule.
     #[arg(long, value_name = "FILE")]
     baseline_log: Option<PathBuf>,
+    /// After a port whose losses drift from the original's, run `modelzoo bisect` on it: the
+    /// ops whose CPU fallback (TORCH_SDAA_FALLBACK_OPS) make it match (docs/bisect.md).
+    #[arg(long, conflicts_with = "recheck")]
+    bisect: bool,
+    /// Route a custom-op wrapper of the port (a `torch.autograd.Function` calling the project's
+    /// C++/CUDA extension, as `modelzoo migrate` lists them) to an implementation that runs on
+    /// the device: CLASS=module:function (repeatable; docs/op.md).
+    #[arg(long = "op", value_name = "CLASS=MOD:FN", conflicts_with = "recheck")]
+    ops: Vec<modelzoo_port::ops::OpRoute>,
+    /// Route the original's wrapper (default: the project's pure-PyTorch twin of it, when it
+    /// has one): CLASS=module:function (repeatable).
+    #[arg(long = "baseline-op", value_name = "CLASS=MOD:FN", conflicts_with = "recheck")]
+    baseline_ops: Vec<modelzoo_port::ops::OpRoute>,
     /// The training command, after `--`, run as is in SRC and in DST (no shell; `python` is the
     /// kit's .venv python when `make setup` made one).
     #[arg(last = true, value_name = "CMD")]
@@ -76,11 +89,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             out,
             baseline_device,
             timeout: Duration::from_secs(args.timeout),
-            log: args.log,
-            loss_key: args.loss_key,
+            log: args.log.clone(),
+            loss_key: args.loss_key.clone(),
             baseline_log: args.baseline_log,
             command: args.command,
             kit: Kit::locate(),
+            ops: args.ops,
+            baseline_ops: args.baseline_ops,
         };
         modelzoo_port::run(&opts, &cancel)?
     };
@@ -89,5 +104,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "report: {}",
         port.out.join(modelzoo_port::MARKDOWN_FILE).display()
     );
+    if args.bisect {
+        let timeout = Duration::from_secs(args.timeout);
+        match modelzoo_port::bisect::after_port(
+            &port,
+            args.log,
+            args.loss_key,
+            timeout,
+            Kit::locate(),
+            &cancel,
+        ) {
+            None => println!("bisect: not run (the port did not drift: no fallback to look for)"),
+            Some(Ok(report)) => {
+                println!("bisect ({}): {}", report.rule.name(), report.summary);
+                println!(
+                    "bisect report: {}",
+                    port.out
+                        .join(modelzoo_port::WORK_DIR)
+                        .join("bisect")
+                        .join(modelzoo_port::bisect::JSON_FILE)
+                        .display()
+                );
+            }
+            Some(Err(modelzoo_port::bisect::BisectError::Interrupted)) => {
+                return Ok(ExitCode::from(130))
+            }
+            Some(Err(e)) => eprintln!("bisect: could not run: {e}"),
+        }
+    }
     Ok(ExitCode::from(port.exit_code))
 }
