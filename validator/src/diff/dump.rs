@@ -302,8 +302,9 @@ fn read_records(path: &Path, full: bool) -> Result<Vec<Record>, DiffError> {
     let mut buf = Vec::new();
     let mut i = 0usize;
     loop {
-        let read = modelzoo_support::input::read_line_bounded(&mut reader, &mut buf, MAX_RECORD_LINE)
-            .map_err(|e| read_err(format!("line {}: {e}", i + 1)))?;
+        let read =
+            modelzoo_support::input::read_line_bounded(&mut reader, &mut buf, MAX_RECORD_LINE)
+                .map_err(|e| read_err(format!("line {}: {e}", i + 1)))?;
         match read {
             Line::Eof => break,
             Line::TooLong => {
