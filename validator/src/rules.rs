@@ -214,12 +214,22 @@ pub const REVIEW_RULES: &[Rule] = &[
     Rule {
         id: "zoo.junk",
         severity: Severity::Warning,
-        description: "no committed junk: tensorboard event files, executables (.exe/.dll), wget-log, nohup.out, Python caches, notebook checkpoints, OS files, training outputs (work_dirs/), dataset files (.arrow, archives), scratch files (新建文本文档.txt)",
+        description: "no committed junk: tensorboard event files, executables (.exe/.dll), wget-log, nohup.out, Python caches, notebook checkpoints, OS files, training outputs (work_dirs/, checkpoints/, runs/, numbered run directories such as train2/) and checkpoint files (.pth, .pt, .ckpt), dataset files (.arrow, archives), scratch files (新建文本文档.txt)",
     },
     Rule {
         id: "zoo.oversized",
         severity: Severity::Error,
         description: "no file is over 100 MiB (GitHub refuses the push; datasets and weights belong on a download link)",
+    },
+    Rule {
+        id: "zoo.shebang",
+        severity: Severity::Warning,
+        description: "a script's `#!` shebang is its first line, not below a (pasted, often cut-off) license header",
+    },
+    Rule {
+        id: "docker.file",
+        severity: Severity::Warning,
+        description: "a Dockerfile's COPY/ADD sources exist beside it or in the model directory, and its last instruction is not a second FROM (the image would be the bare base)",
     },
     Rule {
         id: "zoo.adaptation-marker",

@@ -91,6 +91,35 @@ pub(super) fn check(ctx: &Context, cmds: &Commands, out: &mut Vec<Finding>) {
                     cmd.line
                 ),
             ));
+            continue;
+        }
+        // The run script the command starts may build its own launch (`os.system("torchrun
+        // --nproc_per_node 4 …")`): that is what runs.
+        let Some((_, script)) = cmd.script() else {
+            continue;
+        };
+        let script = script.rsplit('/').next().unwrap_or(script);
+        let launched = cmds.all.iter().find(|c| {
+            c.source == Source::Script
+                && c.file
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy() == script)
+                && c.processes().is_some_and(|(n, _)| n > 1)
+        });
+        if let Some(inner) = launched {
+            let (n, shown) = inner.processes().unwrap_or_default();
+            out.push(ctx.finding(
+                readme,
+                Some(*no),
+                "cards.claim",
+                format!(
+                    "says one card (`{}`) but the command it introduces (line {}) runs {script}, which starts {n} processes ({}:{}: `{shown}`) — state the card count the run uses, or make the script start one process",
+                    clip(said),
+                    cmd.line,
+                    ctx.rel(&inner.file).display(),
+                    inner.line
+                ),
+            ));
         }
     }
 

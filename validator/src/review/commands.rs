@@ -142,6 +142,34 @@ pub(crate) struct Commands {
 }
 
 /// Collect the commands of `readme` (absolute path and text) and `scripts`.
+/// The shell commands a Python script holds in string literals — `os.system("torchrun
+/// --nproc_per_node 4 train.py --config configs/x.py")`, `subprocess.run("python …",
+/// shell=True)`, `cmd = f"python …"` — each on its own line number and every other line blank,
+/// so they are read as a script's commands with the Python file's line numbers; `None` when it
+/// holds none. A literal counts when it starts with `python`, `torchrun` or `bash`.
+pub(crate) fn literal_commands(text: &str) -> Option<String> {
+    static LITERAL: OnceLock<Regex> = OnceLock::new();
+    let re = LITERAL.get_or_init(|| {
+        Regex::new(
+            r#"(?:^|[^A-Za-z0-9_])[fFrR]{0,2}(["'])((?:python[0-9.]*|torchrun|bash) [^"'\\]*)["']"#,
+        )
+        .expect("valid regex")
+    });
+    let mut out = String::new();
+    let mut any = false;
+    for line in text.lines() {
+        let code = line.trim_start();
+        if !code.starts_with('#') {
+            if let Some(c) = re.captures(line) {
+                out.push_str(c[2].trim());
+                any = true;
+            }
+        }
+        out.push('\n');
+    }
+    any.then_some(out)
+}
+
 pub(crate) fn collect(
     dir: &Path,
     readme: Option<(&Path, &str)>,
@@ -170,7 +198,13 @@ pub(crate) fn collect(
             file: path,
             source: Source::Script,
             script_dir: Some(rel_dir.clone()),
-            cwd: Cwd::Exact(rel_dir),
+            // A run script's command runs where the script was started: its own directory or
+            // the model directory (it may `os.chdir` there).
+            cwd: if path.extension().is_some_and(|x| x == "py") && !rel_dir.as_os_str().is_empty() {
+                Cwd::Either(vec![rel_dir, PathBuf::new()])
+            } else {
+                Cwd::Exact(rel_dir)
+            },
             vars: HashMap::new(),
             produced: Vec::new(),
         };

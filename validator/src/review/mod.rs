@@ -3,8 +3,9 @@
 //! that resolve to nothing, paths that commands name and that do not exist, logs that are not
 //! what their names say, quoted precision figures the shipped logs do not give, claims about
 //! cards the command contradicts, framework pins and local wheels in any requirements file,
-//! comparison scripts that print constants, results whose own verdict is fail — and, over a
-//! tree, near-duplicate model names, misspelt standard names, committed junk, oversized files
+//! comparison scripts that print constants, results whose own verdict is fail, Dockerfiles
+//! that cannot build what they promise — and, over a tree, near-duplicate model names, misspelt
+//! standard names, committed junk and run outputs, oversized files, shebangs below a header
 //! and adapted files without the "Adapted to tecorigin hardware" marker.
 //!
 //! Every rule reads with bounds ([`files`]): text files up to 4 MiB, logs streamed, a model
@@ -13,6 +14,7 @@
 mod cards;
 mod commands;
 mod constant;
+mod docker;
 mod files;
 mod imports;
 mod logs;
@@ -63,6 +65,13 @@ impl Context {
             if top_or_run && (name.ends_with(".sh") || name == "run") {
                 let p = dir.join(&e.rel);
                 if let Some(t) = files::read_text(&p) {
+                    scripts.push((p, t));
+                }
+            } else if top_or_run && name.ends_with(".py") {
+                // The commands a run script builds in string literals (`os.system("torchrun
+                // …")`) are checked as test.sh's are.
+                let p = dir.join(&e.rel);
+                if let Some(t) = files::read_text(&p).and_then(|t| commands::literal_commands(&t)) {
                     scripts.push((p, t));
                 }
             }
@@ -132,6 +141,7 @@ pub(crate) fn check_model_dir(dir: &Path, out: &mut Vec<Finding>) -> Vec<LossPai
     cards::check(&ctx, &cmds, out);
     requirements::check(&ctx, out);
     constant::check(&ctx, out);
+    docker::check(&ctx, out);
     let mut pairs = logs::check(&ctx, &cmds, out);
     for p in &mut pairs {
         p.source = match &p.source {

@@ -42,6 +42,16 @@ pub(super) fn check(ctx: &Context, cmds: &Commands, out: &mut Vec<Finding>) {
     }
     let mut seen: Vec<(PathBuf, usize, String)> = Vec::new();
     for cmd in &cmds.all {
+        if let Some(script) = bare_script(cmd) {
+            out.push(ctx.finding(
+                &cmd.file,
+                Some(cmd.line),
+                "paths.command",
+                format!(
+                    "runs `{script}` with no `python` in front: a shell looks the name up on PATH, so the command cannot run as written — write `python {script} …`"
+                ),
+            ));
+        }
         for (word, what) in read_files(cmd) {
             if let Some(missing) = missing_file(ctx, cmd, &word) {
                 let key = (cmd.file.clone(), cmd.line, word.clone());
@@ -74,8 +84,9 @@ fn read_files(cmd: &Cmd) -> Vec<(String, &'static str)> {
     let mut files = Vec::new();
     let words = &cmd.words;
     let program = cmd.program();
-    if cmd.is_python() {
-        let Some((at, script)) = cmd.script() else {
+    let bare_script = bare_script(cmd);
+    if cmd.is_python() || bare_script.is_some() {
+        let Some((at, script)) = cmd.script().or(bare_script.map(|w| (0, w))) else {
             return files;
         };
         files.push((script.to_string(), "the script it runs,"));
@@ -109,16 +120,44 @@ fn read_files(cmd: &Cmd) -> Vec<(String, &'static str)> {
         }
     } else if program.ends_with(".sh") && words[0].starts_with("./") {
         files.push((words[0].clone(), "the script it runs,"));
-    } else if program == "pip" || program == "pip3" {
+    } else if program == "pip" || program == "pip3" || program == "mim" {
         for (i, w) in words.iter().enumerate() {
             if w == "-r" || w == "--requirement" {
                 if let Some(v) = words.get(i + 1) {
                     files.push((v.clone(), "the requirements file it installs,"));
                 }
             }
+            // `pip install -e .` / `mim install -e .`: the directory must be a package.
+            if w == "-e" || w == "--editable" {
+                if let Some(v) = words.get(i + 1).filter(|v| is_local_dir(v)) {
+                    let setup = match v.trim_end_matches('/') {
+                        "." | "" => "setup.py".to_string(),
+                        d => format!("{d}/setup.py"),
+                    };
+                    files.push((
+                        setup,
+                        "the setup.py (or pyproject.toml) its editable install (`-e`) builds,",
+                    ));
+                }
+            }
         }
     }
     files
+}
+
+/// A word that names a local directory (not a URL, `git+…` or a package name with a version).
+fn is_local_dir(word: &str) -> bool {
+    !word.contains("://")
+        && !word.starts_with("git+")
+        && !word.contains(['=', '<', '>', '@'])
+        && (word == "." || word.starts_with("./") || word.starts_with("../") || word.ends_with('/'))
+}
+
+/// A command that names a Python script as its program with no `python` and no path
+/// (`run_MaskFormer.py --config x`): a shell looks the name up on PATH and does not find it.
+pub(super) fn bare_script(cmd: &Cmd) -> Option<&str> {
+    let first = cmd.words.first()?;
+    (first.ends_with(".py") && !first.contains('/') && !first.contains('=')).then_some(first)
 }
 
 /// Why `word`, read by `cmd`, is missing (where it was looked for); `None` when it exists or
@@ -168,6 +207,12 @@ fn missing_file(ctx: &Context, cmd: &Cmd, word: &str) -> Option<String> {
             return None;
         }
         if ctx.dir.join(&rel).exists() {
+            return None;
+        }
+        // A package may be built from pyproject.toml instead of setup.py.
+        if rel.file_name().is_some_and(|n| n == "setup.py")
+            && ctx.dir.join(rel.with_file_name("pyproject.toml")).exists()
+        {
             return None;
         }
         looked.push(if c.as_os_str().is_empty() {

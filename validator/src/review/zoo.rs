@@ -122,6 +122,17 @@ fn junk_kind(e: &super::files::Entry) -> Option<&'static str> {
             ".ipynb_checkpoints" => Some("notebook checkpoints"),
             "work_dirs" => Some("training outputs (work_dirs/: logs, dumped configs, checkpoints)"),
             "wandb" | "mlruns" => Some("an experiment tracker's run files"),
+            "checkpoints" | "ckpt" | "ckpts" | "runs" => {
+                Some("run outputs (checkpoints, event files of a training run)")
+            }
+            // YOLO-style run directories: `runs/train2`, `models/train2`, `exp3`.
+            n if ["train", "exp"].iter().any(|p| {
+                n.strip_prefix(p)
+                    .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+            }) =>
+            {
+                Some("run outputs (a numbered training run's directory)")
+            }
             _ => None,
         };
     }
@@ -142,6 +153,12 @@ fn junk_kind(e: &super::files::Entry) -> Option<&'static str> {
     }
     if lower == ".ds_store" || lower == "thumbs.db" || lower == "desktop.ini" {
         return Some("an OS file");
+    }
+    if [".pth", ".pt", ".ckpt", ".pth.tar"]
+        .iter()
+        .any(|x| lower.ends_with(x))
+    {
+        return Some("a checkpoint or weights file (a run output; give a download link instead)");
     }
     if lower.ends_with(".arrow") || lower.ends_with(".tfrecord") {
         return Some("a dataset file");
@@ -239,14 +256,18 @@ fn check_markers(ctx: &Context, out: &mut Vec<Finding>) {
     const SOURCES: &[&str] = &[".py", ".cpp", ".cc", ".cu", ".h", ".hpp", ".c"];
     for e in ctx.tree.files() {
         let name = e.name().to_lowercase();
-        if !SOURCES.iter().any(|x| name.ends_with(x)) {
+        let script = name.ends_with(".py") || name.ends_with(".sh");
+        if !script && !SOURCES.iter().any(|x| name.ends_with(x)) {
             continue;
         }
         let path = ctx.dir.join(&e.rel);
         let Some(text) = read_text(&path) else {
             continue;
         };
-        if !third_party_notice(&text) {
+        if script {
+            check_shebang(ctx, &path, &text, out);
+        }
+        if !SOURCES.iter().any(|x| name.ends_with(x)) || !third_party_notice(&text) {
             continue;
         }
         let Some(at) = adapted(&text) else {
@@ -273,6 +294,33 @@ fn check_markers(ctx: &Context, out: &mut Vec<Finding>) {
                 }
             ),
         ));
+    }
+}
+
+/// zoo.shebang: a `#!` line below the first, after nothing but comments and blank lines — a
+/// license header pasted above the shebang (often cut off) leaves the script unable to run as
+/// an executable.
+fn check_shebang(ctx: &Context, path: &Path, text: &str, out: &mut Vec<Finding>) {
+    for (i, line) in text.lines().enumerate().take(40) {
+        let t = line.trim_start();
+        if t.starts_with("#!") {
+            if i > 0 {
+                out.push(ctx.finding(
+                    path,
+                    Some(i + 1),
+                    "zoo.shebang",
+                    format!(
+                        "the shebang `{}` is on line {}, below a header: it works only as the first line — move the header below it (and check the header is complete, not cut off)",
+                        t.trim_end(),
+                        i + 1
+                    ),
+                ));
+            }
+            return;
+        }
+        if !(t.is_empty() || t.starts_with('#')) {
+            return;
+        }
     }
 }
 
