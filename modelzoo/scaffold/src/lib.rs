@@ -124,6 +124,8 @@ pub struct Plan {
 pub enum ScaffoldError {
     #[error("invalid model name `{name}`: {rule}")]
     InvalidName { name: String, rule: &'static str },
+    #[error("invalid op library name `{name}`: {rule}")]
+    InvalidOpName { name: String, rule: &'static str },
     #[error(
         "invalid model directory `{dir}`: give a relative path inside the zoo root, without `..`"
     )]

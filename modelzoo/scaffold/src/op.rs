@@ -200,7 +200,7 @@ pub struct OpPlan {
 /// letter, at most 48 characters, no keyword and none of torch's own namespaces.
 pub fn check_op_name(name: &str) -> Result<(), ScaffoldError> {
     let invalid = |rule| {
-        Err(ScaffoldError::InvalidName {
+        Err(ScaffoldError::InvalidOpName {
             name: name.to_string(),
             rule,
         })
@@ -387,6 +387,7 @@ mod tests {
         ] {
             let err = plan(name, &t.path().join("x")).unwrap_err().to_string();
             assert!(err.contains(rule), "{name:?}: {err}");
+            assert!(err.starts_with("invalid op library name"), "{err}");
             assert!(err.contains(&format!("`{name}`")), "{err}");
         }
         assert!(plan(&"a".repeat(49), t.path()).is_err());

@@ -16,6 +16,8 @@ use modelzoo_ci::env::{command_env, SdaaBackend};
 use modelzoo_support::kit::{python_path_with, Kit};
 use serde_json::Value;
 
+mod new;
+
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -26,6 +28,10 @@ pub struct Args {
 pub enum OpCommand {
     /// Check an op implementation on the device against a float64 reference on the CPU.
     Check(CheckArgs),
+    /// Scaffold an op library for the sdaa device and the CPU: C++ registered with
+    /// TORCH_LIBRARY (CPU, PrivateUse1 = sdaa, Autograd), a Python package that builds it on
+    /// first import, `cases` for `op check`, a unittest test.
+    New(new::NewArgs),
 }
 
 #[derive(clap::Args)]
@@ -88,6 +94,7 @@ fn parse_dtypes(s: &str) -> Result<String, String> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         OpCommand::Check(a) => check(a),
+        OpCommand::New(a) => new::run(a),
     }
 }
 
