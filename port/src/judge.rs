@@ -33,6 +33,7 @@ pub(crate) fn judge_original(
         },
         series: Vec::new(),
         noise: BTreeMap::new(),
+        routing: ctx.routing.clone(),
     };
     if let Some(log) = &opts.baseline_log {
         let log = log.canonicalize().unwrap_or_else(|_| log.clone());
@@ -266,6 +267,31 @@ pub(crate) fn judge_baseline_run(port: &mut Port, ctx: &Ctx, second: bool) -> Op
                 );
                 return Some(Verdict::KitBaselineFailed);
             }
+        }
+        let missing = b
+            .crash
+            .as_ref()
+            .and_then(|c| ctx.routing.missing_extension(&c.crash.error));
+        if let Some(extension) = missing {
+            let wrappers: Vec<String> = ctx
+                .routing
+                .unrouted
+                .iter()
+                .map(|(w, twin)| match twin {
+                    Some(t) => format!("{w} (its pure-PyTorch twin: {t})"),
+                    None => w.clone(),
+                })
+                .collect();
+            port.summary = format!(
+                "{which} needs the project's own extension {extension}, which is not built on this machine ({}){at}: that is not the original being broken. Route the torch.autograd.Function that calls it to an implementation that runs here, with --op CLASS=module:function for the port and --baseline-op CLASS=module:function for the original (its twin by default){}; or run port where the extension is built; the port was not run",
+                b.outcome,
+                if wrappers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — the project's wrappers: {}", wrappers.join(", "))
+                }
+            );
+            return Some(Verdict::ExtensionNotBuilt);
         }
         port.summary = format!(
             "{which} does not run ({}){at}: the original is broken, not the port — fix it first; the port was not run",

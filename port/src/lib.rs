@@ -14,6 +14,7 @@ mod copy;
 mod judge;
 pub mod losses;
 mod md;
+pub mod ops;
 mod report;
 mod runs;
 pub mod steps;
@@ -94,6 +95,10 @@ pub struct Options {
     pub command: Vec<String>,
     /// The kit's Python environment and emulator (`Kit::locate`).
     pub kit: Option<Kit>,
+    /// `--op`: the port's custom-op wrappers routed to device implementations.
+    pub ops: Vec<ops::OpRoute>,
+    /// `--baseline-op`: the original's (default: the project's pure-PyTorch twin).
+    pub baseline_ops: Vec<ops::OpRoute>,
 }
 
 /// Why a port could not start (exit 2): nothing was run.
@@ -138,6 +143,9 @@ pub enum Verdict {
     /// The original's two runs differ from the first step: it is not reproducible, so the port
     /// cannot be judged step by step.
     NotReproducible,
+    /// The original needs the project's own C++/CUDA extension, which is not built on this
+    /// machine, and no `--op` routes the wrapper that calls it.
+    ExtensionNotBuilt,
     /// The original ran but no loss could be found in what it wrote.
     NoBaselineLoss,
     /// Interrupted by the user.
@@ -158,6 +166,7 @@ impl Verdict {
             | Verdict::NoCandidateLoss => 1,
             Verdict::BaselineFailed
             | Verdict::KitBaselineFailed
+            | Verdict::ExtensionNotBuilt
             | Verdict::NotReproducible
             | Verdict::NoBaselineLoss => 2,
             Verdict::Interrupted => 130,
@@ -195,6 +204,9 @@ pub struct Run {
     /// The fault injection of the emulator (`SDAA_EMU_PERTURB`) it ran under.
     #[serde(default)]
     pub fault_injection: Option<String>,
+    /// Its routed custom-op wrappers (`--op`): what each ran, how many times (rank 0).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ops_routed: BTreeMap<String, ops::RoutedCalls>,
 }
 
 /// A crash in the project's code, mapped back to the original source.
@@ -293,6 +305,8 @@ pub struct Port {
     #[serde(skip)]
     pub compare_text: Option<String>,
     pub inventory: Option<Inventory>,
+    /// The custom-op routes (`--op`, `--baseline-op`) and the wrappers left unrouted.
+    pub routing: ops::OpRouting,
 }
 
 /// What a port saves for `--recheck` (`.modelzoo-port/baseline.json`).
@@ -316,6 +330,9 @@ struct Saved {
     /// The original's series (first run) and the noise its two runs measured, per metric.
     series: Vec<steps::Series>,
     noise: BTreeMap<String, f64>,
+    /// The `--op` routes (the recheck's port keeps them).
+    #[serde(default)]
+    routing: ops::OpRouting,
 }
 
 const SAVED_FORMAT: &str = "modelzoo-port-baseline/1";
@@ -332,6 +349,11 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
         path: opts.out.clone(),
         message: e.to_string(),
     })?;
+    let routing =
+        ops::plan(&src, &opts.ops, &opts.baseline_ops).map_err(|message| PortError::Input {
+            path: src.clone(),
+            message,
+        })?;
     let copied = copy::copy_tree(&src, &out, &[])?;
     let migrate_err = |source| PortError::Migrate {
         path: out.clone(),
@@ -377,6 +399,7 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
             })
             .collect(),
     };
+    let ctx_routing = &routing;
     let mut port = Port {
         format: "modelzoo-port",
         version: 2,
@@ -397,6 +420,7 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
         compare: None,
         compare_text: None,
         inventory: None,
+        routing: ctx_routing.clone(),
     };
     let ctx = Ctx {
         src: src.clone(),
@@ -408,6 +432,7 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
         timeout: opts.timeout,
         baseline_device: opts.baseline_device,
         kit: opts.kit.clone(),
+        routing,
     };
     write_shim(&work)?;
 
@@ -492,8 +517,10 @@ pub fn recheck(dst: &Path, kit: Option<Kit>, cancel: &AtomicBool) -> Result<Port
         timeout: Duration::from_secs(saved.timeout_s),
         baseline_device: saved.baseline_device,
         kit,
+        routing: saved.routing.clone(),
     };
     write_shim(&work)?;
+    let ctx_routing = &ctx.routing;
     let mut port = Port {
         format: "modelzoo-port",
         version: 2,
@@ -514,6 +541,7 @@ pub fn recheck(dst: &Path, kit: Option<Kit>, cancel: &AtomicBool) -> Result<Port
         compare: None,
         compare_text: None,
         inventory: None,
+        routing: ctx_routing.clone(),
     };
     let verdict = run_and_judge_candidate(&mut port, &ctx, &saved, None, cancel)?;
     finish(port, verdict, &out)
@@ -530,6 +558,7 @@ struct Ctx {
     timeout: Duration,
     baseline_device: BaselineDevice,
     kit: Option<Kit>,
+    routing: ops::OpRouting,
 }
 
 /// `check_inputs` of a fresh port: SRC, `--out`, the command, `--log`, `--baseline-log`.
@@ -637,6 +666,7 @@ impl Run {
             crash: None,
             banner: None,
             fault_injection: None,
+            ops_routed: BTreeMap::new(),
         }
     }
 

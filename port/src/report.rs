@@ -40,6 +40,9 @@ pub fn verdict_words(v: Verdict) -> &'static str {
         Verdict::NoCandidateLoss => "FAIL: the port logged no comparable loss",
         Verdict::BaselineFailed => "NOT JUDGED: the original does not run",
         Verdict::KitBaselineFailed => "NOT JUDGED: the kit's CPU baseline failed",
+        Verdict::ExtensionNotBuilt => {
+            "NOT JUDGED: the project's C++/CUDA extension is not built here"
+        }
         Verdict::NotReproducible => "NOT JUDGED: the original is not reproducible",
         Verdict::NoBaselineLoss => "NOT JUDGED: no usable loss in the original's output",
         Verdict::Interrupted => "INTERRUPTED",
@@ -51,6 +54,72 @@ fn path(p: &Path) -> String {
 }
 
 /// The report a porter reads.
+/// The custom ops section: what each routed wrapper ran on each side and how often (rank 0),
+/// and the wrappers no route covers.
+fn render_routes(md: &mut String, port: &Port) {
+    let r = &port.routing;
+    if r.port.is_empty() && r.baseline.is_empty() && r.unrouted.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Custom ops\n");
+    let mut wrappers: Vec<&str> = r
+        .baseline
+        .iter()
+        .chain(&r.port)
+        .map(|o| o.wrapper.as_str())
+        .collect();
+    wrappers.dedup();
+    if !wrappers.is_empty() {
+        let _ = writeln!(
+            md,
+            "Routed by the port's shim (`--op`, `--baseline-op`; the original's default is the \
+             project's pure-PyTorch twin); calls counted on rank 0:\n"
+        );
+        let _ = writeln!(md, "| wrapper | original ran | port ran |\n|---|---|---|");
+        let side = |routes: &[crate::ops::OpRoute], run: Option<&Run>, w: &str| {
+            let Some(route) = routes.iter().find(|o| o.wrapper == w) else {
+                return "the extension as built (not routed)".to_string();
+            };
+            let class = w.rsplit(':').next().unwrap_or(w);
+            let calls = run
+                .and_then(|run| run.ops_routed.get(class))
+                .map_or("no call recorded".to_string(), |c| {
+                    format!("{} calls", c.calls)
+                });
+            format!("{} ({calls})", code(&route.target))
+        };
+        for w in wrappers {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                code(w),
+                side(&r.baseline, Some(&port.baseline), w),
+                side(&r.port, port.candidate.as_ref(), w)
+            );
+        }
+        let _ = writeln!(md);
+    }
+    if !r.unrouted.is_empty() {
+        let _ = writeln!(
+            md,
+            "Not routed — both sides call the extension as built; route one with `--op \
+             CLASS=module:function`:\n"
+        );
+        for (w, twin) in &r.unrouted {
+            let _ = writeln!(
+                md,
+                "- {}{}",
+                code(w),
+                twin.as_ref().map_or(String::new(), |t| format!(
+                    " (its pure-PyTorch twin: {})",
+                    code(t)
+                ))
+            );
+        }
+        let _ = writeln!(md);
+    }
+}
+
 pub fn render_markdown(port: &Port) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Port report: {}\n", verdict_words(port.verdict));
@@ -277,6 +346,7 @@ pub fn render_markdown(port: &Port) -> String {
         let _ = writeln!(md);
     }
 
+    render_routes(&mut md, port);
     let _ = writeln!(md, "## What ran on the device\n");
     match &port.inventory {
         Some(inv) => {
@@ -376,6 +446,7 @@ mod tests {
             Verdict::NoCandidateLoss,
             Verdict::BaselineFailed,
             Verdict::KitBaselineFailed,
+            Verdict::ExtensionNotBuilt,
             Verdict::NotReproducible,
             Verdict::NoBaselineLoss,
             Verdict::Interrupted,

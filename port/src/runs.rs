@@ -144,6 +144,12 @@ pub(crate) fn run_side(
                 .filter(|v| !v.trim().is_empty());
         }
     }
+    let ops_record = ctx.work.join("ops").join(label);
+    let routed = ctx.routing.env(side == Side::Baseline, &ops_record);
+    if !routed.is_empty() {
+        fresh_dir(&ops_record)?;
+        env.extend(routed);
+    }
     if let Some(pp) = python_path_with(&first, &emulator) {
         env.push(("PYTHONPATH", pp));
     }
@@ -211,6 +217,7 @@ pub(crate) fn run_side(
             .then(|| banner(&text.start).or_else(|| banner(&text.end)))
             .flatten(),
         fault_injection,
+        ops_routed: crate::ops::read_record(&ops_record),
     };
     if outcome == RunOutcome::Interrupted {
         return Ok(run);

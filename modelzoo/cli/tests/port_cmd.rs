@@ -16,12 +16,20 @@ fn project(name: &str) -> PathBuf {
 /// A copy of a test project in a temp dir (the baseline runs in it and may write there).
 fn copy_project(name: &str, tmp: &Path) -> PathBuf {
     let dst = tmp.join(name);
-    std::fs::create_dir_all(&dst).unwrap();
-    for entry in std::fs::read_dir(project(name)).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
-    }
+    copy_dir(&project(name), &dst);
     dst
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dst.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
+        }
+    }
 }
 
 struct Ported {
@@ -950,5 +958,56 @@ fn bisect_says_nothing_to_bisect_and_names_a_device_only_bug() {
     assert!(
         text.contains("a device-only bug in the script itself"),
         "{text}"
+    );
+}
+
+/// A project whose middle layer is its own CUDA extension (never built here): without `--op`
+/// the original is not called broken; with `--op` both sides run (the twin on the baseline, the
+/// porter's implementation on the port), a subtly wrong implementation fails at step 0, and the
+/// right one passes on recheck.
+#[test]
+fn a_custom_cuda_op_is_routed_by_op_on_each_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = copy_project("custom_op", tmp.path());
+    let cmd = ["python", "train.py", "--steps", "4"];
+    let p = port(&src, &tmp.path().join("unrouted"), &[], &cmd);
+    assert_eq!(p.code, 2, "{}", p.context());
+    assert_eq!(p.json["verdict"], "extension-not-built", "{}", p.context());
+    let summary = p.json["summary"].as_str().unwrap();
+    assert!(summary.contains("ScaledTanhCUDA"), "{summary}");
+    assert!(
+        summary.contains("ops.scaled_tanh:scaled_tanh_pytorch"),
+        "{summary}"
+    );
+    assert!(p.json["candidate"].is_null(), "{}", p.context());
+
+    let out = tmp.path().join("routed");
+    let p = port_with(
+        &src,
+        &out,
+        &["--op", "ScaledTanhFunction=sdaa_ops:scaled_tanh"],
+        &[("SCALED_TANH_BROKEN", "1")],
+        &cmd,
+    );
+    assert_eq!(p.code, 1, "{}", p.context());
+    assert_eq!(p.json["verdict"], "drift", "{}", p.context());
+    let routed = |side: &str| p.json[side]["ops_routed"]["ScaledTanhFunction"].clone();
+    assert_eq!(
+        routed("baseline")["impl"],
+        "ops.scaled_tanh:scaled_tanh_pytorch"
+    );
+    assert_eq!(routed("baseline")["calls"], 4);
+    assert_eq!(routed("candidate")["impl"], "sdaa_ops:scaled_tanh");
+    assert!(
+        p.md.contains("| `ScaledTanhFunction` | `ops.scaled_tanh:scaled_tanh_pytorch` (4 calls) |"),
+        "{}",
+        p.md
+    );
+
+    let p = recheck(&out, &[]);
+    assert_eq!(p.code, 0, "{}", p.context());
+    assert_eq!(
+        p.json["candidate"]["ops_routed"]["ScaledTanhFunction"]["calls"],
+        4
     );
 }
