@@ -278,3 +278,46 @@ class UnmappableTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OpRouteTest(unittest.TestCase):
+    """MODELZOO_PORT_OPS / _OP_STUBS / _OPS_RECORD: a custom autograd Function over an extension
+    that is not built here (port/tests/data/custom_op) routed to another implementation."""
+
+    PROJECT = os.path.join(ROOT, "port", "tests", "data", "custom_op")
+
+    def run_routed(self, routes, stubs="ScaledTanhCUDA", record=None):
+        env = clean_env()
+        env.update({"PYTHONPATH": SHIM, "MODELZOO_PORT_CPU_BASELINE": "1",
+                    "CUDA_VISIBLE_DEVICES": "", "MODELZOO_PORT_OPS": routes,
+                    "MODELZOO_PORT_OP_STUBS": stubs})
+        if record:
+            env["MODELZOO_PORT_OPS_RECORD"] = record
+        return subprocess.run([sys.executable, "-W", "ignore", "train.py", "--steps", "2"],
+                              env=env, capture_output=True, text=True, timeout=120,
+                              cwd=self.PROJECT)
+
+    def losses(self, out):
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return [float(l.split()[-1]) for l in out.stdout.splitlines() if l.startswith("step ")]
+
+    def test_by_name_or_positionally_the_same_op_the_same_losses(self):
+        record = tempfile.mkdtemp(prefix="port-ops-")
+        self.addCleanup(shutil.rmtree, record, True)
+        # The twin takes (x, weight): passed by forward's parameter names, block_size dropped.
+        twin = self.losses(self.run_routed(
+            "ScaledTanhFunction=ops.scaled_tanh:scaled_tanh_pytorch", record=record))
+        with open(os.path.join(record, "ops.rank0.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f), {"ScaledTanhFunction": {
+                "impl": "ops.scaled_tanh:scaled_tanh_pytorch", "calls": 2}})
+        device = self.losses(self.run_routed(
+            "ops.scaled_tanh:ScaledTanhFunction=sdaa_ops:scaled_tanh"))
+        self.assertEqual(len(twin), 2)
+        for a, b in zip(twin, device):
+            self.assertTrue(math.isclose(a, b, rel_tol=1e-6), (twin, device))
+
+    def test_an_unrouted_call_of_the_stub_names_the_extension(self):
+        out = self.run_routed("OtherFunction=sdaa_ops:scaled_tanh")
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("the extension ScaledTanhCUDA is not built on this machine", out.stderr)
+        self.assertIn("ScaledTanhCUDA.scaled_tanh_forward", out.stderr)
