@@ -433,6 +433,13 @@ def run_case(ref_fn, impl_fn, name, args, kwargs, dtype, backward, seed):
     return rows
 
 
+def describe_inputs(args, kwargs):
+    """What a failing case is made of: each tensor input's name, dtype, shape, strides and
+    whether it requires grad."""
+    return [{"name": n, "dtype": dtype_name(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
+             "requires_grad": bool(t.requires_grad)} for n, t in input_tensors(args, kwargs)]
+
+
 def dtype_name(dtype):
     return str(dtype).replace("torch.", "")
 
@@ -447,11 +454,13 @@ def check(ref, impl, inputs, device="sdaa", dtypes=("float32",), backward=False,
     ref_fn, impl_fn, inputs_fn = load(ref, "ref"), load(impl, "impl"), load(inputs, "inputs")
     use_device(device)
     rows = []
+    described = {}
     for d in dtypes:
         dtype = DTYPES[d]
         for name, args, kwargs in _cases(inputs_fn, dtype, device, seed, inputs):
             if only_case is not None and name != only_case:
                 continue
+            described[(name, d)] = describe_inputs(args, kwargs)
             rows.extend(run_case(ref_fn, impl_fn, name, args, kwargs, dtype, backward, seed))
     if only_case is not None and not rows:
         raise CouldNotRun(f"--inputs {inputs}: no case named `{only_case}`")
@@ -461,6 +470,7 @@ def check(ref, impl, inputs, device="sdaa", dtypes=("float32",), backward=False,
         os.makedirs(repro_dir, exist_ok=True)
         for case, d in failing:
             repros.append(write_repro(repro_dir, ref, impl, inputs, case, d, device, backward, seed))
+            repros[-1]["inputs"] = described.get((case, d), [])
     return {
         "format": "modelzoo-op-check",
         "version": 1,
@@ -474,7 +484,7 @@ def check(ref, impl, inputs, device="sdaa", dtypes=("float32",), backward=False,
         "standard": standard(),
         "pass": not failing,
         "rows": rows,
-        "failing": [{"case": c, "dtype": d} for c, d in failing],
+        "failing": [{"case": c, "dtype": d, "inputs": described.get((c, d), [])} for c, d in failing],
         "repros": repros,
     }
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 import torch
 
@@ -208,6 +209,9 @@ class OpCheckTest(unittest.TestCase):
             self.assertFalse(res["pass"])
             paths = {(p["case"], p["dtype"]): p["path"] for p in res["repros"]}
             self.assertEqual(set(paths), {("small", "float32"), ("wide", "float32")})
+            wide = next(f for f in res["failing"] if f["case"] == "wide")
+            self.assertEqual([(i["name"], i["shape"], i["requires_grad"]) for i in wide["inputs"]],
+                             [("arg0", [16, 24], True), ("arg1", [24, 12], True)])
             out = subprocess.run([sys.executable, paths[("wide", "float32")]], cwd=tmp,
                                  capture_output=True, text=True, timeout=120,
                                  env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
@@ -231,6 +235,12 @@ class OpCheckTest(unittest.TestCase):
             oc.check("test_opcheck:ref_op", "test_opcheck:impl_right", "test_opcheck:cases", device="nosuch")
         with self.assertRaisesRegex(oc.CouldNotRun, "unknown dtype `float8`"):
             check("impl_right", dtypes=("float8",))
+
+    @unittest.skipIf(hasattr(torch, "sdaa"), "torch_sdaa is already imported in this process")
+    def test_sdaa_without_torch_sdaa_could_not_run_and_says_how_to_get_it(self):
+        with unittest.mock.patch.dict(sys.modules, {"torch_sdaa": None}):  # import fails
+            with self.assertRaisesRegex(oc.CouldNotRun, r"device sdaa unavailable: `import torch_sdaa` failed.*make build"):
+                check("impl_right", device="sdaa")
 
     def test_the_harness_writes_json_and_exits_0_when_it_ran_2_when_it_could_not(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -315,12 +315,42 @@ pub fn table(r: &Value) -> String {
     }
     if let Some(repros) = r.get("repros").and_then(Value::as_array) {
         for p in repros {
+            let inputs: Vec<String> = p
+                .get("inputs")
+                .and_then(Value::as_array)
+                .map(|v| {
+                    v.iter()
+                        .map(|i| {
+                            let shape: Vec<String> = i["shape"]
+                                .as_array()
+                                .map(|d| d.iter().map(|x| x.to_string()).collect())
+                                .unwrap_or_default();
+                            format!(
+                                "{} {}[{}]{}",
+                                s(i, "name"),
+                                s(i, "dtype"),
+                                shape.join(", "),
+                                if i["requires_grad"] == true {
+                                    " requires_grad"
+                                } else {
+                                    ""
+                                }
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             out.push_str(&format!(
-                "repro: {} (case `{}`, {}, seed {})\n",
+                "repro: {} (case `{}`, {}, seed {}{})\n",
                 s(p, "path"),
                 s(p, "case"),
                 s(p, "dtype"),
-                r.get("seed").and_then(Value::as_u64).unwrap_or(0)
+                r.get("seed").and_then(Value::as_u64).unwrap_or(0),
+                if inputs.is_empty() {
+                    String::new()
+                } else {
+                    format!("; inputs {}", inputs.join(", "))
+                }
             ));
         }
     }
@@ -367,16 +397,18 @@ mod tests {
                  "cosine": 0.5, "max_abs": 0.3, "max_rel": 2.0, "small_value_errors": 1,
                  "judged_by": "threshold", "verdict": "fail", "reason": "cosine 0.5 < 0.99"}
             ],
-            "repros": [{"case": "a", "dtype": "float32", "path": "op-check-repro/repro_a_float32.py"}]
+            "repros": [{"case": "a", "dtype": "float32", "path": "op-check-repro/repro_a_float32.py",
+                        "inputs": [{"name": "arg0", "dtype": "float32", "shape": [4, 16],
+                                    "requires_grad": true}]}]
         });
         let t = table(&r);
-        assert!(t.contains("float32 6.103e-5"), "{t}");
+        assert!(t.contains("float32 6.104e-5"), "{t}");
         assert!(
             t.contains("FAIL a float32 non-contiguous grad:arg0: cosine 0.5 < 0.99"),
             "{t}"
         );
         assert!(
-            t.contains("repro: op-check-repro/repro_a_float32.py (case `a`, float32, seed 3)"),
+            t.contains("repro: op-check-repro/repro_a_float32.py (case `a`, float32, seed 3; inputs arg0 float32[4, 16] requires_grad)"),
             "{t}"
         );
         assert!(
