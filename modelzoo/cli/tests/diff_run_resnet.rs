@@ -154,10 +154,9 @@ fn bisect_finds_the_two_ops_perturbed_in_run_resnet() {
         .output()
         .expect("run modelzoo");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(dir.path().join("bisect/bisect.json")).unwrap(),
-    )
-    .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("bisect/bisect.json")).unwrap())
+            .unwrap();
     assert_eq!(
         report["ops"],
         serde_json::json!(["aten::addmm", "aten::native_batch_norm"]),
