@@ -294,6 +294,21 @@ pub fn stack(rows: usize, flat: Vec<i64>) -> Tensor {
     Tensor::from_slice(&flat).view([rows as i64, len as i64])
 }
 
+/// The text of a data file (`--dataset_path` and what it holds): a regular file (a FIFO would
+/// block) of at most [`modelzoo_text::corpus::MAX_TEXT_FILE_BYTES`], read whole because these
+/// formats (SQuAD JSON, TSV, JSONL, text) are parsed whole (docs/run_bert.md, "Input bounds").
+pub(crate) fn read_text(path: &Path) -> Result<String, DataError> {
+    modelzoo_support::input::read_to_string_bounded(
+        path,
+        modelzoo_text::corpus::MAX_TEXT_FILE_BYTES,
+        "data file",
+    )
+    .map_err(|e| DataError::Io {
+        path: path.to_path_buf(),
+        source: e.into_io_reason(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,19 +390,4 @@ mod tests {
         truncate_pair(&mut a, &mut b, 4);
         assert_eq!((a, b), (vec![1, 2], vec![6, 7]));
     }
-}
-
-/// The text of a data file (`--dataset_path` and what it holds): a regular file (a FIFO would
-/// block) of at most [`modelzoo_text::corpus::MAX_TEXT_FILE_BYTES`], read whole because these
-/// formats (SQuAD JSON, TSV, JSONL, text) are parsed whole (docs/run_bert.md, "Input bounds").
-pub(crate) fn read_text(path: &Path) -> Result<String, DataError> {
-    modelzoo_support::input::read_to_string_bounded(
-        path,
-        modelzoo_text::corpus::MAX_TEXT_FILE_BYTES,
-        "data file",
-    )
-    .map_err(|e| DataError::Io {
-        path: path.to_path_buf(),
-        source: e.into_io_reason(),
-    })
 }
