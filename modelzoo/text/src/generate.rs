@@ -390,31 +390,6 @@ impl SplitMix {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn top_k_one_is_argmax_and_top_p_cuts_tail() {
-        let l = Tensor::from_slice(&[0.1f32, 3.0, 1.0, 2.0]);
-        for u in [0.0, 0.5, 0.999] {
-            assert_eq!(sample(&l, 1, 1.0, u), 1);
-        }
-        // softmax ≈ [0.03, 0.64, 0.09, 0.24]: top_p 0.8 keeps {1, 3}.
-        let mut seen = std::collections::BTreeSet::new();
-        for i in 0..100 {
-            seen.insert(sample(&l, 0, 0.8, i as f64 / 100.0));
-        }
-        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 3]);
-        // No filter: every token can come out.
-        let mut all = std::collections::BTreeSet::new();
-        for i in 0..1000 {
-            all.insert(sample(&l, 0, 1.0, i as f64 / 1000.0));
-        }
-        assert_eq!(all.len(), 4);
-    }
-}
-
 /// What `run_<model> --generate` does once its weights are chosen, for any decoder of the
 /// zoo: check the model section, load the tokenizer, open the device, turn the prompt into ids
 /// (refusing, before anything is allocated, a prompt or a request memory cannot hold), build
@@ -472,4 +447,29 @@ where
         println!("Generation: {prompt}{text}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_k_one_is_argmax_and_top_p_cuts_tail() {
+        let l = Tensor::from_slice(&[0.1f32, 3.0, 1.0, 2.0]);
+        for u in [0.0, 0.5, 0.999] {
+            assert_eq!(sample(&l, 1, 1.0, u), 1);
+        }
+        // softmax ≈ [0.03, 0.64, 0.09, 0.24]: top_p 0.8 keeps {1, 3}.
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..100 {
+            seen.insert(sample(&l, 0, 0.8, i as f64 / 100.0));
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![1, 3]);
+        // No filter: every token can come out.
+        let mut all = std::collections::BTreeSet::new();
+        for i in 0..1000 {
+            all.insert(sample(&l, 0, 1.0, i as f64 / 1000.0));
+        }
+        assert_eq!(all.len(), 4);
+    }
 }
