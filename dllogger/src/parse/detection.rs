@@ -99,22 +99,28 @@ const MAX_NAME: usize = 128;
 static ETA: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"eta: "));
 static AVERAGE: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"Average"));
-static EPOCH: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"Epoch"));
-static ITER: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"Iter"));
-static IOU_HEADERS: LazyLock<[memmem::Finder<'static>; 3]> = LazyLock::new(|| {
-    [
-        memmem::Finder::new(b"IoU metric: "),
-        memmem::Finder::new(b"annotation type *"),
-        memmem::Finder::new(b"Evaluating "),
-    ]
-});
+static IOU: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"IoU metric: "));
+static EVALUATING: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"Evaluating "));
 
 /// Reads a detection line into `out`, updating `st`. Each search looks at the first match
-/// only, so a line is read in linear time whatever it holds.
+/// only, so a line is read in linear time whatever it holds; the searches for bracketed
+/// forms run only on lines with a `[`, which keeps the lines of other formats cheap.
 pub(super) fn parse(line: &[u8], st: &mut State, out: &mut Vec<(LogFormat, Record)>) -> Claim {
-    if let Some(at) = ETA.find(line) {
-        if let Some(c) = metric_logger(line, at, st, out) {
-            return c;
+    if let Some(first) = memchr::memchr(b'[', line) {
+        if let Some(at) = ETA.find(&line[first..]) {
+            if let Some(c) = metric_logger(line, first + at, st, out) {
+                return c;
+            }
+        }
+        // mmdetection: `Epoch` / `Iter` (and a mode) right before one of the first brackets.
+        for open in memchr::memchr_iter(b'[', line).take(3) {
+            if let Some((at, len)) = label_before(line, open) {
+                if let Some(c) = mmdet(line, at, len, st, out) {
+                    return c;
+                }
+            }
         }
     }
     if let Some(at) = AVERAGE.find(line) {
@@ -126,30 +132,59 @@ pub(super) fn parse(line: &[u8], st: &mut State, out: &mut Vec<(LogFormat, Recor
             return c;
         }
     }
-    for finder in [&*EPOCH, &*ITER] {
-        if let Some(at) = finder.find(line) {
-            if let Some(c) = mmdet(line, at, finder.needle().len(), st, out) {
-                return c;
-            }
-        }
+    iou_header(line, st).unwrap_or(Claim::No)
+}
+
+/// The header naming the IoU type of the COCO summary that follows: `IoU metric: segm`
+/// (torchvision, DETR), `Evaluate annotation type *segm*` (pycocotools), `Evaluating
+/// segm...` (mmdetection 3.x).
+fn iou_header(line: &[u8], st: &mut State) -> Option<Claim> {
+    let word_after = |from: usize| -> (&[u8], &[u8]) {
+        let rest = &line[from..];
+        let n = rest.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+        (&rest[..n], &rest[n..])
+    };
+    let (word, ends) = if let Some(at) = IOU.find(line) {
+        let (w, after) = word_after(at + IOU.needle().len());
+        (w, after.iter().all(u8::is_ascii_whitespace))
+    } else if let Some(star) =
+        memchr::memchr(b'*', line).filter(|&s| line[..s].ends_with(b"annotation type "))
+    {
+        let (w, after) = word_after(star + 1);
+        (w, after.first() == Some(&b'*'))
+    } else if let Some(at) = EVALUATING.find(line) {
+        let (w, after) = word_after(at + EVALUATING.needle().len());
+        (
+            w,
+            after.starts_with(b"...") || after.iter().all(u8::is_ascii_whitespace),
+        )
+    } else {
+        return None;
+    };
+    let t = IouType::from_word(word).filter(|_| ends)?;
+    st.iou = t;
+    Some(Claim::Meta)
+}
+
+/// `Epoch` or `Iter`, maybe with a `(mode)`, then spaces before the `[` at `open`: where the
+/// label starts and its length.
+fn label_before(line: &[u8], open: usize) -> Option<(usize, usize)> {
+    let mut e = open;
+    while e > 0 && line[e - 1] == b' ' {
+        e -= 1;
     }
-    for (k, finder) in IOU_HEADERS.iter().enumerate() {
-        if let Some(at) = finder.find(line) {
-            let rest = &line[at + finder.needle().len()..];
-            let n = rest.iter().take_while(|c| c.is_ascii_alphabetic()).count();
-            let after = &rest[n..];
-            let ends = match k {
-                0 => after.iter().all(u8::is_ascii_whitespace),
-                1 => after.first() == Some(&b'*'),
-                _ => after.starts_with(b"...") || after.iter().all(u8::is_ascii_whitespace),
-            };
-            if let (Some(t), true) = (IouType::from_word(&rest[..n]), ends) {
-                st.iou = t;
-                return Claim::Meta;
-            }
-        }
+    if e > 0 && line[e - 1] == b')' {
+        let start = e.saturating_sub(10);
+        e = start + memchr::memrchr(b'(', &line[start..e - 1])?;
     }
-    Claim::No
+    let head = &line[..e];
+    if head.ends_with(b"Epoch") {
+        Some((e - 5, 5))
+    } else if head.ends_with(b"Iter") {
+        Some((e - 4, 4))
+    } else {
+        None
+    }
 }
 
 /// A `MetricLogger.log_every` line: `<header>  [ i/len]  eta: …  <meters>`; `eta` is at `at`.
