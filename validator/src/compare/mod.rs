@@ -26,12 +26,14 @@
 mod detection;
 mod facts;
 mod figures;
+mod glob;
 mod losspy_check;
 mod next_steps;
 mod noise;
 mod pairing;
 mod read;
 mod runs;
+mod runs_report;
 mod stats;
 mod steps;
 
@@ -51,15 +53,16 @@ use pairing::{pair_by_key, pair_by_order};
 pub use detection::{is_map_metric, map_allowance, map_passes, MAP_ABS_FLOOR, MAP_REL_TOL};
 pub use facts::{lines as config_lines, run_config, same_value, FactDiff, RunConfig};
 pub use figures::{coverage_pct, figures, pct, verdict, Coverage};
+pub use glob::expand_glob;
 pub use read::{
     compare_files, is_training_loss, read_series, read_series_of_first, same_file, DEFAULT_METRIC,
     METRIC_FALLBACKS,
 };
 pub use runs::{
-    compare_runs, declared_goal, expand_glob, runs_json, runs_markdown, runs_text, verdict_line,
-    welch, write_runs_report, Goal, PairVerdict, RunFinal, RunsComparison, Side, WelchTest, ALPHA,
-    MIN_RUNS,
+    compare_runs, declared_goal, welch, Goal, PairVerdict, RunFinal, RunsComparison, Side,
+    WelchTest, ALPHA, MIN_RUNS,
 };
+pub use runs_report::{runs_json, runs_markdown, runs_text, verdict_line, write_runs_report};
 pub use stats::{spread, student_t_sf, welch_df, Spread};
 pub use steps::{KeySeq, Keyed, Pairs, Steps};
 
