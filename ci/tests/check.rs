@@ -168,6 +168,45 @@ fn a_hanging_command_is_killed_with_its_whole_process_group() {
     }
 }
 
+/// Issue #38 E15: a case that starts `env -i setsid sleep …` (out of its process group and
+/// session, without the job marker) and exits left the daemon running after `ci` returned;
+/// ci is a child subreaper now and ends it with the case.
+#[test]
+fn a_daemon_that_clears_its_environment_does_not_outlive_the_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(tmp.path(), &[("daemon", "daemon", 60, "cpu")]);
+    let work = tmp.path().join("work");
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts(&work)).unwrap();
+    assert!(results[0].passed(), "{:?}", results[0].run);
+    let arg = std::fs::read_to_string(work.join("daemon/daemon")).unwrap();
+    let left = sleeping(arg.trim());
+    for pid in &left {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        left.is_empty(),
+        "`env -i setsid sleep {}` outlived ci: {left:?}",
+        arg.trim()
+    );
+}
+
+/// Live (not zombie) processes whose command line is `sleep <arg>`.
+fn sleeping(arg: &str) -> Vec<u32> {
+    let want = format!("sleep\0{arg}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.ends_with(want.as_bytes()))
+                && !gone(*pid)
+        })
+        .collect()
+}
+
 /// True once `pid` no longer exists (or is a zombie awaiting its reaper).
 fn gone(pid: u32) -> bool {
     for _ in 0..100 {

@@ -5,12 +5,16 @@
 //! process group is killed, and so is every process that still carries the job's environment
 //! marker ([`JOB_ENV`]) — background jobs, and daemons that left the group and the session with
 //! `setsid`. The sweep runs on every way out of [`run`], a panic included (a guard owns the
-//! child).
+//! child). A daemon that also clears its environment (`env -i setsid sleep 1000 &`) carries no
+//! marker: the process running jobs is a child subreaper ([`become_subreaper`]), so such a
+//! daemon is re-parented to it, and once no job runs every process it adopted is ended
+//! (SIGTERM, SIGKILL after the grace) and reaped.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
@@ -36,6 +40,38 @@ pub enum RunOutcome {
 }
 
 const POLL: Duration = Duration::from_millis(20);
+
+/// The pids of the running jobs' own children (the ones [`run`] waits for): never swept as
+/// adopted orphans. Jobs are spawned and registered under this lock, and the sweep of adopted
+/// orphans runs under it when the last job ends, so a job starting meanwhile is never taken
+/// for an orphan.
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Makes this process a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): a process a job
+/// starts that leaves its process group and drops the job's marker (`env -i setsid daemon &`)
+/// is re-parented here instead of to init when its parent exits, so [`run`] can end it once
+/// no job runs (issue #38 E15). `modelzoo ci` and `modelzoo port` (every user of [`run`])
+/// become one on their first job; calling it again does nothing. Returns whether this process
+/// is one.
+pub fn become_subreaper() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument and changes
+        // only this process's attribute.
+        let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+        if r != 0 {
+            tracing::warn!(
+                error = %std::io::Error::last_os_error(),
+                "cannot become a child subreaper: a daemon that clears its environment may outlive its job"
+            );
+        }
+        r == 0
+    })
+}
+
+fn running() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A command to run under [`run`]'s supervision.
 pub struct Job<'a> {
@@ -125,18 +161,31 @@ pub fn run(job: Job<'_>) -> RunOutcome {
         .stderr(err_log)
         .env(JOB_ENV, &marker)
         .process_group(0);
-    let child = match command.spawn() {
-        Ok(c) => c,
-        Err(e) => return RunOutcome::SpawnFailed(e.to_string()),
+    become_subreaper();
+    let child = {
+        let mut running = running();
+        match command.spawn() {
+            Ok(c) => {
+                running.push(c.id());
+                c
+            }
+            Err(e) => return RunOutcome::SpawnFailed(e.to_string()),
+        }
     };
     // From here on, however this function is left, the job is stopped and the child reaped.
     let mut group = Group {
         pgid: Pid::from_raw(child.id() as i32),
         child,
         marker,
+        kill_grace,
+        seen: Vec::new(),
     };
-    let (pgid, child) = (group.pgid, &mut group.child);
+    let Group {
+        pgid, child, seen, ..
+    } = &mut group;
+    let (pgid, root) = (*pgid, child.id() as i32);
     let deadline = after(timeout);
+    let mut next_scan = Instant::now() + SCAN;
     let outcome = loop {
         match child.try_wait() {
             Ok(Some(status)) => break exit_outcome(status),
@@ -157,7 +206,13 @@ pub fn run(job: Job<'_>) -> RunOutcome {
                     RunOutcome::TimedOut
                 };
             }
-            Ok(None) => std::thread::sleep(POLL),
+            Ok(None) => {
+                if Instant::now() >= next_scan {
+                    record_descendants(root, seen);
+                    next_scan = Instant::now() + SCAN;
+                }
+                std::thread::sleep(POLL);
+            }
             Err(e) => {
                 signal_group(pgid, Signal::KILL);
                 let _ = child.wait();
@@ -190,6 +245,12 @@ struct Group {
     pgid: Option<Pid>,
     child: Child,
     marker: String,
+    /// Between SIGTERM and SIGKILL for the orphans it adopted.
+    kill_grace: Duration,
+    /// Every descendant seen while it ran, `(pid, start time)`: ended with it even when it
+    /// left the group, dropped the marker and was re-parented (to this subreaper) while
+    /// other jobs still run.
+    seen: Vec<(i32, u64)>,
 }
 
 impl Drop for Group {
@@ -199,7 +260,170 @@ impl Drop for Group {
         // killed.
         let _ = self.child.wait();
         kill_marked(&self.marker);
+        end_seen(&self.seen, self.kill_grace);
+        let mut running = running();
+        let me = self.child.id();
+        running.retain(|&pid| pid != me);
+        if running.is_empty() && become_subreaper() {
+            end_adopted(self.kill_grace, &running);
+        }
     }
+}
+
+/// How often a running job's descendants are recorded (one pass over /proc).
+const SCAN: Duration = Duration::from_millis(200);
+
+/// `(ppid, pgrp, start time)` of a live process from /proc/<pid>/stat; None for a zombie
+/// or a process gone.
+fn stat_of(pid: i32) -> Option<(i32, i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's `)`: state (field 3), ppid (4), pgrp (5), ... starttime (22).
+    let (_, rest) = stat.rsplit_once(')')?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    if f.first() == Some(&"Z") {
+        return None;
+    }
+    Some((
+        f.get(1)?.parse().ok()?,
+        f.get(2)?.parse().ok()?,
+        f.get(19)?.parse().ok()?,
+    ))
+}
+
+/// Adds the live descendants of `root` not yet in `seen`.
+fn record_descendants(root: i32, seen: &mut Vec<(i32, u64)>) {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let procs: Vec<(i32, i32, u64)> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| stat_of(pid).map(|(ppid, _, start)| (pid, ppid, start)))
+        .collect();
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
+        for &(pid, ppid, start) in &procs {
+            if ppid == parent && !seen.contains(&(pid, start)) {
+                seen.push((pid, start));
+                parents.push(pid);
+            }
+        }
+    }
+}
+
+/// Ends the recorded descendants still alive (the same process: same start time): SIGTERM
+/// (their group too when they lead one), SIGKILL after `grace`, reaped when adopted.
+fn end_seen(seen: &[(i32, u64)], grace: Duration) {
+    let alive = |&&(pid, start): &&(i32, u64)| stat_of(pid).is_some_and(|(_, _, s)| s == start);
+    let mut left: Vec<(i32, u64)> = seen.iter().filter(alive).copied().collect();
+    if left.is_empty() {
+        return;
+    }
+    tracing::warn!(
+        count = left.len(),
+        "ending processes the job left behind outside its group and marker"
+    );
+    for &(pid, _) in &left {
+        let pgid = stat_of(pid).map_or(0, |(_, g, _)| g);
+        signal_adopted(pid, pgid, Signal::TERM);
+    }
+    let deadline = after(grace);
+    while !left.is_empty() && !passed(deadline) {
+        left.retain(|p| {
+            reap(p.0, false);
+            alive(&p)
+        });
+        if !left.is_empty() {
+            std::thread::sleep(POLL);
+        }
+    }
+    for &(pid, _) in &left {
+        signal_adopted(pid, 0, Signal::KILL);
+    }
+    for &(pid, _) in seen {
+        reap(pid, false);
+    }
+}
+
+/// Rounds of [`end_adopted`]: a daemon killed may leave children of its own, adopted in turn.
+const ADOPTED_ROUNDS: usize = 20;
+
+/// Ends every process this subreaper adopted: SIGTERM (to its process group too when it leads
+/// one), SIGKILL to what is left after `grace`, each reaped — again while new ones are adopted.
+/// Adopted means: a child of this process, outside this process's group (what this process
+/// spawns itself outside [`run`] stays in its group and is left to whoever waits for it), and
+/// not one of `jobs` (the running jobs' own children). Called with [`RUNNING`] held.
+fn end_adopted(grace: Duration, jobs: &[u32]) {
+    for _ in 0..ADOPTED_ROUNDS {
+        let adopted = adopted(jobs);
+        if adopted.is_empty() {
+            return;
+        }
+        tracing::warn!(
+            count = adopted.len(),
+            "ending processes a job left behind that escaped its group and marker"
+        );
+        for &(pid, pgid) in &adopted {
+            signal_adopted(pid, pgid, Signal::TERM);
+        }
+        let deadline = after(grace);
+        let mut left: Vec<(i32, i32)> = adopted;
+        while !left.is_empty() && !passed(deadline) {
+            left.retain(|&(pid, _)| !reap(pid, false));
+            if !left.is_empty() {
+                std::thread::sleep(POLL);
+            }
+        }
+        for &(pid, pgid) in &left {
+            signal_adopted(pid, pgid, Signal::KILL);
+            reap(pid, true);
+        }
+    }
+    tracing::warn!(
+        "processes are still being adopted after {ADOPTED_ROUNDS} rounds of ending them"
+    );
+}
+
+fn signal_adopted(pid: i32, pgid: i32, signal: Signal) {
+    if let Some(p) = Pid::from_raw(pid) {
+        let _ = kill_process(p, signal);
+    }
+    if pgid == pid {
+        signal_group(Pid::from_raw(pgid), signal);
+    }
+}
+
+/// Reaps child `pid` (waiting for it when `block`); true when it is gone.
+fn reap(pid: i32, block: bool) -> bool {
+    let mut status = 0;
+    let flags = if block { 0 } else { libc::WNOHANG };
+    // SAFETY: waitpid on one pid, status written to a local.
+    let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+    // pid: reaped; -1 (ECHILD): not our child any more; 0: still running.
+    r != 0
+}
+
+/// `(pid, pgid)` of this process's adopted children (see [`end_adopted`]), zombies included.
+fn adopted(jobs: &[u32]) -> Vec<(i32, i32)> {
+    let me = std::process::id() as i32;
+    // SAFETY: getpgrp has no arguments and cannot fail.
+    let my_group = unsafe { libc::getpgrp() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| !jobs.contains(&(pid as u32)))
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // After the command's `)`: state, ppid, pgrp.
+            let (_, rest) = stat.rsplit_once(')')?;
+            let mut f = rest.split_whitespace().skip(1);
+            let ppid: i32 = f.next()?.parse().ok()?;
+            let pgrp: i32 = f.next()?.parse().ok()?;
+            (ppid == me && pgrp != my_group).then_some((pid, pgrp))
+        })
+        .collect()
 }
 
 /// SIGKILLs every process whose environment holds `JOB_ENV=marker` (this user's processes:
@@ -350,6 +574,48 @@ mod tests {
             gone(pid),
             "the background sleep {pid} outlived the timed-out job"
         );
+    }
+
+    /// The pids of live processes whose command line is `sleep <arg>`.
+    pub(crate) fn sleeping(arg: &str) -> Vec<u32> {
+        let want = format!("sleep\0{arg}\0");
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.ends_with(want.as_bytes()) && !is_zombie(*pid))
+            })
+            .collect()
+    }
+
+    /// Issue #38 E15: a daemon that clears its environment (so it carries no job marker) and
+    /// leaves the job's group and session outlived the job; this process adopts it as a
+    /// child subreaper and ends it when the job ends.
+    #[test]
+    fn a_daemon_that_clears_its_environment_does_not_outlive_the_job() {
+        let tmp = tempfile::tempdir().unwrap();
+        let arg = format!("1000.{}7", std::process::id());
+        let outcome = run_command(
+            &format!("env -i setsid sleep {arg} & sleep 0.3; exit 0"),
+            tmp.path(),
+            Duration::from_secs(60),
+            &tmp.path().join("console.log"),
+            &[],
+            Duration::from_secs(1),
+            &AtomicBool::new(false),
+        );
+        assert_eq!(outcome, RunOutcome::Exited { code: 0 });
+        let left = sleeping(&arg);
+        for &pid in &left {
+            let _ = kill_process(Pid::from_raw(pid as i32).unwrap(), Signal::KILL);
+        }
+        assert!(
+            left.is_empty(),
+            "`env -i setsid sleep {arg}` outlived the job: {left:?}"
+        );
+        assert!(become_subreaper(), "this process is a child subreaper");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 # A stand-in training run for the CI tests: parses --step/--output_dir like a run_<model>
 # script and writes tcap_dllogger stdout lines to <output_dir>/train.log.
 # MODE (first argument): good | nan | zero_ips | fail | hang | nolog | fifo_log | fifo_console | env
+#                        | daemon
 mode=$1; shift
 steps=5; out=.
 while [ $# -gt 0 ]; do
@@ -21,6 +22,13 @@ case $mode in
     wait
     ;;
   fail) echo "CUDA error: out of memory" >&2; exit 3 ;;
+  # Starts a daemon that leaves the group and the session and clears its environment (so it
+  # carries no job marker), then trains: its unique argument goes to <output_dir>/daemon.
+  daemon)
+    arg="1000.$$"
+    echo "$arg" > "$out/daemon"
+    env -i setsid sleep "$arg" &
+    ;;
   nolog) echo "trained, but wrote no log"; exit 0 ;;
   # Leaves a FIFO where the log should be: reading it would block forever.
   fifo_log) mkfifo "$log"; echo "made a FIFO log"; exit 0 ;;
