@@ -68,7 +68,8 @@ pub struct ReadStats {
     /// Lines that produced at least one record.
     pub record_lines: u64,
     /// Known-format lines without metric values: METADATA, INFO, `PARAMETER` steps, CSV
-    /// headers.
+    /// headers, detection lines with nothing to compare (an evaluation's step lines, an
+    /// `IoU metric: bbox` header).
     pub metadata: u64,
     /// Records per format.
     pub formats: FormatCounts,
