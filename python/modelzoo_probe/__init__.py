@@ -239,6 +239,25 @@ def _rank(rank):
     return int(os.environ.get("RANK", "0"))
 
 
+def _release_graph_tasks(params):
+    """Makes autograd's device threads drop the graph tasks of a backward run under the probe.
+
+    A backward on a non-CPU device runs on autograd's device thread, which drops its last
+    reference to the finished task a moment after ``backward()`` returned; the task holds the
+    probe (a ``TorchDispatchMode``) in its thread-local state, so dropping it takes the GIL, and
+    if the interpreter is being finalised by then the process aborts ("terminate called without
+    an active exception"). One tiny backward per device, run now without the probe, comes after
+    it in the device thread's queue: when it returns, the probe's task is gone.
+    """
+    devices = {p.device for p in params if p.device.type != "cpu"}
+    for device in devices:
+        try:
+            x = torch.zeros((), device=device, requires_grad=True)
+            (x * 1).backward()
+        except Exception:  # noqa: BLE001 - a clean-up must not turn a good dump into a failure
+            pass
+
+
 @contextmanager
 def dump(path, model=None, step=0, level="op", tensors="stats", name=None, rank=None):
     """Dump the ops (and/or modules) run inside the ``with`` block as one step.
@@ -302,6 +321,7 @@ def dump(path, model=None, step=0, level="op", tensors="stats", name=None, rank=
         for h in hooks:
             h.remove()
         probe.close()
+        _release_graph_tasks(params)
     tmp = os.path.join(step_dir, ".meta.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1)

@@ -19,7 +19,7 @@ import torch  # noqa: E402
 
 _rt = _lib.load()
 
-from . import _device, _distributed, _dtensor, _inventory, _parallel, amp, emulator  # noqa: E402,F401
+from . import _device, _distributed, _dtensor, _inventory, _parallel, _teardown, amp, emulator  # noqa: E402,F401
 
 _device.amp = amp
 torch._register_device_module("sdaa", _device)
@@ -31,6 +31,7 @@ _distributed.register()
 _parallel.register()
 _dtensor.register()
 _inventory.start_from_env()
+_teardown.register()
 
 __version__ = _rt.plugin_version
 EMULATOR = True
