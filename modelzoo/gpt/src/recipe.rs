@@ -90,7 +90,7 @@ fn run_generate(std: &StandardArgs, args: &ModelArgs) -> Result<(), RunError> {
             }))
         }
     };
-    modelzoo_text::generate::run_and_print(
+    modelzoo_text::decoder::run_and_print(
         std,
         &config,
         &model_cfg,

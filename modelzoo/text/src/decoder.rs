@@ -184,3 +184,61 @@ pub fn generate<M: CausalLm<Error = ModelError>>(
     }
     crate::generate::generate(model, prompt, params, eos, seed, device)
 }
+
+/// What `run_<model> --generate` does once its weights are chosen, for any decoder of the
+/// zoo: check the model section, load the tokenizer, open the device, turn the prompt into ids
+/// (refusing, before anything is allocated, a prompt or a request memory cannot hold), build
+/// the network in a CPU var store with `build` (which also loads `weights` into it), move it
+/// to the device, decode, and print `Prompt:` and one `Generation:` line per sequence.
+#[allow(clippy::too_many_arguments)]
+pub fn run_and_print<C, N>(
+    std: &run_scripts_template::StandardArgs,
+    config: &crate::config::LmConfig<C>,
+    model_cfg: &C,
+    tokenizer: Option<&std::path::Path>,
+    prompt: &str,
+    weights: &std::path::Path,
+    build: impl FnOnce(&tch::nn::VarStore) -> Result<N, modelzoo_engine::app::RunError>,
+) -> Result<(), modelzoo_engine::app::RunError>
+where
+    C: crate::config::ModelSection,
+    N: CausalLm<Error = ModelError>,
+{
+    use modelzoo_engine::app::RunError;
+    model_cfg.validate().map_err(RunError::input)?;
+    let tokenizer = crate::Tokenizer::load(tokenizer).map_err(RunError::input)?;
+    crate::lm::check_device(std, config)?;
+    let device = modelzoo_engine::app::open_device(std)?;
+    // Before anything is allocated: an unusable prompt, a length past the model's positions or
+    // more sequences than memory holds is bad input (exit 2), never an abort or the OOM killer.
+    let request = crate::generate::prompt_ids(
+        &tokenizer,
+        prompt,
+        model_cfg,
+        &config.generation,
+        &device,
+        weights,
+    )
+    .map_err(RunError::input)?;
+    let ids = &request.ids;
+    let seed = crate::lm::run_seed(std, config);
+    let eos = tokenizer.eos_id().map(i64::from);
+    tracing::info!(weights = %weights.display(), seed, device = %device.spec(), "generating");
+    let outputs = crate::generate::measured(&request.memory, || {
+        RunError::catch_libtorch(format!("during generation on {}", device.spec()), || {
+            let mut vs = tch::nn::VarStore::new(tch::Device::Cpu);
+            let model = build(&vs)?;
+            device.move_var_store(&mut vs).map_err(|e| {
+                RunError::failed(format!("cannot move the model to {}: {e}", device.spec()))
+            })?;
+            generate(&model, ids, &config.generation, eos, seed, &device).map_err(RunError::failed)
+        })
+    })?;
+    println!("Prompt: {prompt}");
+    for out in outputs {
+        let ids: Vec<u32> = out.iter().filter_map(|&i| u32::try_from(i).ok()).collect();
+        let text = tokenizer.decode(&ids).map_err(RunError::failed)?;
+        println!("Generation: {prompt}{text}");
+    }
+    Ok(())
+}
