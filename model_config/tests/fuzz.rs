@@ -1,4 +1,5 @@
-//! Fuzzing the YAML a user feeds (issue #28): model.yaml (both schemas) and FleetX configs with
+//! Fuzzing the YAML a user feeds (issue #28): model.yaml (both schemas: the ModelZoo's case files
+//! in block and flow style, issue #38) and FleetX configs with
 //! `-o` overrides, from the seeds in tests/fuzz_corpus/ mutated — every case returns Ok or a
 //! clear Err, never a panic or a hang.
 
@@ -20,6 +21,10 @@ fn index(bytes: &[u8]) {
     let _ = zoo_cases::detect(&text);
     let _ = ModelYaml::parse(&text, path);
     let cases = ZooCases::inspect_text(&text, path);
+    for case in &cases.cases {
+        let _ = case.args("sdaa");
+        let _ = cases.run_dir(case);
+    }
     let _ = cases.into_valid();
 }
 

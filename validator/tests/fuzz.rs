@@ -60,6 +60,13 @@ proptest! {
         within(Duration::from_secs(10), input, read_log);
     }
 
+    /// Plain-text loss lines (issue #38: the console parser of scripts that print their
+    /// losses — `loss nan`, tqdm redraws, dict prints, `tensor(…)`), read to the end.
+    #[test]
+    fn plain_text_loss_lines_never_panic(input in mutated(seeds("console"))) {
+        within(Duration::from_secs(10), input, read_log);
+    }
+
     #[test]
     fn step_dumps_never_panic(input in mutated(seeds("dump"))) {
         within(Duration::from_secs(10), input, load_dump);

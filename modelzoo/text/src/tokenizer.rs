@@ -54,7 +54,19 @@ impl Tokenizer {
         // read `/dev/zero` until memory ran out.
         let bytes = modelzoo_support::input::read_bounded(path, MAX_TOKENIZER_BYTES, "tokenizer")
             .map_err(|e| load(e.reason()))?;
-        let inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| load(e.to_string()))?;
+        // The tokenizers crate panics on some malformed files (an `expect` in its decoder
+        // parsing, found by the fuzz target of tests/data.rs): that is the file's error too.
+        let inner = match std::panic::catch_unwind(|| tokenizers::Tokenizer::from_bytes(&bytes)) {
+            Ok(parsed) => parsed.map_err(|e| load(e.to_string()))?,
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("the tokenizers library gave up on it");
+                return Err(load(format!("not a valid tokenizer.json: {why}")));
+            }
+        };
         Ok(Tokenizer::Hf {
             path: path.to_path_buf(),
             inner: Box::new(inner),

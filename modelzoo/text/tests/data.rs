@@ -389,3 +389,35 @@ fn corpus_files_are_streamed_within_their_bounds() {
         "{err}"
     );
 }
+
+/// A Hugging Face `tokenizer.json` (issue #38: the fuzz targets cover the tokenizer JSON a user
+/// gives), loaded from `bytes` and used: it loads or says why, never a panic or a hang.
+fn load_tokenizer(bytes: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokenizer.json");
+    std::fs::write(&path, bytes).unwrap();
+    if let Ok(tok) = Tokenizer::load(Some(&path)) {
+        let _ = tok.vocab_size();
+        let _ = tok.eos_id();
+        if let Ok(ids) = tok.encode("abc ab hello world <|endoftext|> [CLS] ünïcode") {
+            let _ = tok.decode(&ids);
+        }
+        let _ = tok.decode(&[0, 1, 2, 3, 9, 1_000_000]);
+    }
+}
+
+proptest::proptest! {
+    // Fewer cases than the parsers' targets: each loads a whole tokenizer.
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+        modelzoo_testkit::fuzz::CASES / 4
+    ))]
+
+    #[test]
+    fn tokenizer_json_never_panics(
+        input in modelzoo_testkit::fuzz::mutated(modelzoo_testkit::fuzz::corpus(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_corpus"),
+        ))
+    ) {
+        modelzoo_testkit::fuzz::within(std::time::Duration::from_secs(10), input, load_tokenizer);
+    }
+}
