@@ -162,7 +162,7 @@ pub fn find(root: &Path) -> CustomOps {
         .follow_links(false)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|e| !crate::tree::skip_dir(e));
+        .filter_entry(|e| !crate::regular::skip_dir(e));
     for entry in walker.flatten() {
         if !entry.file_type().is_file() {
             continue;

@@ -18,12 +18,13 @@ pub mod tree;
 use std::fmt::Write as _;
 
 pub use record::RECORD_FILE;
+pub use regular::skip_dir;
 pub use report::{display_path, FileChange, Finding, Report, Skipped, WrittenFile};
 pub use rules::{
     migrate_text, migrate_text_in, Action, Context, FileKind, FileOutcome, Note, Rule, RULES,
     SDAA_IMPORT,
 };
-pub use tree::{check_output_path, scan, skip_dir, write, MigrateError, Written, TEMP_PREFIX};
+pub use tree::{check_output_path, scan, write, MigrateError, Written, TEMP_PREFIX};
 
 /// The unified diff of every change (`a/<path>` → `b/<path>`), as `git diff` would show it.
 pub fn render_diff(report: &Report) -> String {

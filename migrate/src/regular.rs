@@ -1,5 +1,6 @@
-//! Reading only regular files: what the walker ([`crate::tree`]) and the record
-//! ([`crate::record`]) both need, kept below both so neither imports the other for it.
+//! Reading only regular files, and which directories a walk leaves out: what the walker
+//! ([`crate::tree`]), the record ([`crate::record`]) and the custom-op inventory
+//! ([`crate::custom_ops`]) all need, kept below them so none imports another for it.
 
 use std::path::Path;
 
@@ -44,4 +45,34 @@ pub(crate) fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// Directories never entered: VCS metadata, caches, virtual environments.
+const SKIP_DIRS: &[&str] = &[
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".tox",
+    ".nox",
+    "node_modules",
+    "site-packages",
+    ".venv",
+    "venv",
+    ".eggs",
+];
+
+/// Whether a walk of a project leaves this directory out: VCS metadata, caches, virtual
+/// environments (what a migration never reads, and `modelzoo port` never copies).
+pub fn skip_dir(entry: &walkdir::DirEntry) -> bool {
+    if entry.depth() == 0 || !entry.file_type().is_dir() {
+        return false;
+    }
+    let name = entry.file_name().to_string_lossy();
+    SKIP_DIRS.contains(&name.as_ref())
+        || name.ends_with(".egg-info")
+        // Any virtualenv, whatever its name.
+        || entry.path().join("pyvenv.cfg").is_file()
 }

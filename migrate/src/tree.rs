@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::regular::{not_regular, read_regular};
+use crate::regular::{not_regular, read_regular, skip_dir};
 use crate::report::{display_path, quote_path, FileChange, Finding, Report, Skipped, WrittenFile};
 use crate::rules::{migrate_text_in, Context, FileKind, Note};
 
@@ -184,36 +184,6 @@ fn diff_header_name(prefix: &str, path: &Path) -> String {
     } else {
         name
     }
-}
-
-/// Directories never entered: VCS metadata, caches, virtual environments.
-const SKIP_DIRS: &[&str] = &[
-    ".git",
-    ".hg",
-    ".svn",
-    "__pycache__",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".tox",
-    ".nox",
-    "node_modules",
-    "site-packages",
-    ".venv",
-    "venv",
-    ".eggs",
-];
-
-/// Whether a walk of a project leaves this directory out: VCS metadata, caches, virtual
-/// environments (what a migration never reads, and `modelzoo port` never copies).
-pub fn skip_dir(entry: &walkdir::DirEntry) -> bool {
-    if entry.depth() == 0 || !entry.file_type().is_dir() {
-        return false;
-    }
-    let name = entry.file_name().to_string_lossy();
-    SKIP_DIRS.contains(&name.as_ref())
-        || name.ends_with(".egg-info")
-        // Any virtualenv, whatever its name.
-        || entry.path().join("pyvenv.cfg").is_file()
 }
 
 /// Why a file the migration would read is skipped because of what it is.

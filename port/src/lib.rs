@@ -47,6 +47,8 @@ pub const SAVED_FILE: &str = "baseline.json";
 /// The port's run-time shim (the CPU baseline's CUDA-on-CPU mapping, the backward losses),
 /// written into the work directory and put first on every run's PYTHONPATH.
 const CPU_SHIM: &str = include_str!("../../python/port/sitecustomize.py");
+/// The shim's custom-op routes (`--op`), imported by it only when routes are set.
+const OPS_SHIM: &str = include_str!("../../python/port/_modelzoo_port_ops.py");
 
 /// The metric the shim records every backward() loss under.
 pub const BACKWARD_METRIC: &str = "backward.loss";

@@ -40,6 +40,9 @@ pub(crate) fn write_shim(work: &Path) -> Result<(), PortError> {
         .and_then(|()| {
             modelzoo_support::write_atomic(&shim.join("sitecustomize.py"), CPU_SHIM.as_bytes())
         })
+        .and_then(|()| {
+            modelzoo_support::write_atomic(&shim.join("_modelzoo_port_ops.py"), OPS_SHIM.as_bytes())
+        })
         .map_err(|e| PortError::Input {
             path: shim.clone(),
             message: format!("cannot write the port's shim: {e}"),
