@@ -59,7 +59,11 @@ pub struct Args {
     ops: Vec<modelzoo_port::ops::OpRoute>,
     /// Route the original's wrapper (default: the project's pure-PyTorch twin of it, when it
     /// has one): CLASS=module:function (repeatable).
-    #[arg(long = "baseline-op", value_name = "CLASS=MOD:FN", conflicts_with = "recheck")]
+    #[arg(
+        long = "baseline-op",
+        value_name = "CLASS=MOD:FN",
+        conflicts_with = "recheck"
+    )]
     baseline_ops: Vec<modelzoo_port::ops::OpRoute>,
     /// The training command, after `--`, run as is in SRC and in DST (no shell; `python` is the
     /// kit's .venv python when `make setup` made one).
