@@ -252,8 +252,8 @@ def _release_graph_tasks(params):
     devices = {p.device for p in params if p.device.type != "cpu"}
     for device in devices:
         try:
-            x = torch.zeros((), device=device, requires_grad=True)
-            torch.autograd.grad(x * 1, x)
+            x = torch.zeros(2, device=device, requires_grad=True)
+            (x * 1).backward(torch.ones(2, device=device))
         except Exception:  # noqa: BLE001 - a clean-up must not turn a good dump into a failure
             pass
 

@@ -19,14 +19,15 @@ _PID = os.getpid()
 
 
 def release_graph_tasks(indices):
-    """Runs a one-element backward on each ``sdaa:i`` (errors ignored: this is teardown).
+    """Runs a tiny backward on each ``sdaa:i`` (errors ignored: this is teardown).
 
-    Through ``torch.autograd.grad``, which no loss recorder wraps (``modelzoo port``'s shim
-    records ``Tensor.backward`` calls), so the exit adds no step to a recorded run."""
+    Of a two-element root, which ``modelzoo port``'s shim does not record as a loss (it records
+    one-element roots), so the exit adds no step to a recorded run. (Through
+    ``torch.autograd.grad`` instead, a fresh-clone gate still aborted once.)"""
     for i in indices:
         try:
-            x = torch.zeros((), device=torch.device("sdaa", i), requires_grad=True)
-            torch.autograd.grad(x * 1, x)
+            x = torch.zeros(2, device=torch.device("sdaa", i), requires_grad=True)
+            (x * 1).backward(torch.ones(2, device=x.device))
         except Exception:  # noqa: BLE001 - nothing at exit may turn into a failure
             pass
 
