@@ -3,6 +3,7 @@
 //! an autograd Function over the extension and its pure-PyTorch twin), a `TORCH_LIBRARY`
 //! namespace and a `cpp_extension.load(...)` bound to a variable.
 
+use modelzoo_testkit::copy_dir;
 use std::path::{Path, PathBuf};
 
 use migrate::custom_ops::{self, CustomOps};
@@ -159,17 +160,4 @@ fn a_written_migration_records_them_in_migration_md() {
     let md = std::fs::read_to_string(dir.join(migrate::RECORD_FILE)).unwrap();
     assert!(md.contains("## Custom ops"), "{md}");
     assert!(md.contains("`torch.ops.rotary`"), "{md}");
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
 }

@@ -2,6 +2,7 @@
 //! kernels, cupy, triton): exact output, findings with file:line, skips, atomic idempotent
 //! writes that keep file modes and never leave the directory.
 
+use modelzoo_testkit::copy_dir;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -33,19 +34,6 @@ fn model_copy() -> (tempfile::TempDir, PathBuf) {
     .unwrap();
     std::fs::write(dst.join("weights.py"), b"\x00\x01binary.cuda(").unwrap();
     (tmp, dst)
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
 }
 
 const CHANGED: &[&str] = &["run_scripts/train.sh", "train.py", "train_apex.py"];

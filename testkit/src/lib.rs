@@ -127,6 +127,21 @@ pub fn assert_losses_follow(a: &[f64], b: &[f64], steps: usize, tol: f64, names:
     }
 }
 
+/// Copies the directory tree `src` to `dst` (created), files by content: the fresh copy of a
+/// fixture project a test may write into.
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,23 +1,11 @@
 //! `modelzoo migrate` end to end: the real binary on a copy of the CUDA test model.
 
+use modelzoo_testkit::copy_dir;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn model_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrate/tests/data/cuda_model")
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
 }
 
 fn modelzoo(args: &[&str]) -> (i32, String, String) {

@@ -2,6 +2,7 @@
 //! port run of the real binary with its report read back, and the check that the project was
 //! never written.
 
+use modelzoo_testkit::copy_dir;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,18 +19,6 @@ pub fn copy_project(name: &str, tmp: &Path) -> PathBuf {
     let dst = tmp.join(name);
     copy_dir(&project(name), &dst);
     dst
-}
-
-pub fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &dst.join(entry.file_name()));
-        } else {
-            std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
-        }
-    }
 }
 
 pub struct Ported {
