@@ -67,18 +67,18 @@ cuda_headers() {
         || echo "setup: could not install the CUDA headers (pip's output: $venv/pip-cuda-headers.log): DDP on CUDA will be unavailable in this build. Continuing without." >&2
 }
 
-# The kit's Python package (python/: modelzoo_probe, the capture for `modelzoo diff`, and
-# modelzoo_dllogger, the tcap_dllogger API), installed into the venv as a plain (not editable)
+# The kit's Python package (python/: modelzoo_probe, the capture for `modelzoo diff`,
+# modelzoo_dllogger, the tcap_dllogger API, and modelzoo_opcheck, `modelzoo op check`'s harness), installed into the venv as a plain (not editable)
 # package, again only when its sources changed since the last install.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 install_probe() {
     local stamp="$venv/.modelzoo_kit.sha256" sum
-    sum=$(cat "$root/python/pyproject.toml" "$root"/python/modelzoo_probe/*.py "$root"/python/modelzoo_dllogger/*.py | sha256sum | cut -d' ' -f1)
+    sum=$(cat "$root/python/pyproject.toml" "$root"/python/modelzoo_probe/*.py "$root"/python/modelzoo_dllogger/*.py "$root"/python/modelzoo_opcheck/*.py | sha256sum | cut -d' ' -f1)
     if [[ -f $stamp && $(<"$stamp") == "$sum" ]] \
         && compgen -G "$venv/lib/python3*/site-packages/modelzoo_kit-*.dist-info" >/dev/null; then
         return 0
     fi
-    echo "setup: installing the kit's Python package (modelzoo_probe, modelzoo_dllogger) into $venv"
+    echo "setup: installing the kit's Python package (modelzoo_probe, modelzoo_dllogger, modelzoo_opcheck) into $venv"
     local log="$venv/pip-install-modelzoo_kit.log"
     # The package was called modelzoo_probe before it held the logger too: drop that install.
     if compgen -G "$venv/lib/python3*/site-packages/modelzoo_probe-*.dist-info" >/dev/null; then
