@@ -149,6 +149,30 @@ class AgainstTwinTest(unittest.TestCase):
         self.assertLess(max_rel_error(ms_deform_attn(*args), want), 1e-12)
         self.assertGreater(max_rel_error(ms_deform_attn_faulty(*args), want), 0.05)
 
+    def test_the_fault_switched_on_by_the_environment_is_the_planted_one(self):
+        # MODELZOO_MSDEFORM_FAULT=x-index: ms_deform_attn computes what the faulty op does
+        # (forward and gradients), for a whole-model recheck; a wrong value is a clear error.
+        import modelzoo_ops.msdeform as msdeform
+        _, args, _ = next(cases(torch.float64, "cpu", 0))
+        grad_out = torch.ones_like(ms_deform_attn_twin(*args).detach())
+        faulty = run(ms_deform_attn_faulty, args, grad_out)
+        saved = os.environ.get(msdeform.FAULT_ENV)
+        try:
+            os.environ[msdeform.FAULT_ENV] = "x-index"
+            got = run(ms_deform_attn, args, grad_out)
+            for g, w in zip(got, faulty):
+                torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-12)
+            os.environ[msdeform.FAULT_ENV] = "shift"
+            with self.assertRaisesRegex(ValueError, "MODELZOO_MSDEFORM_FAULT='shift'.*x-index"):
+                ms_deform_attn(*args)
+            os.environ[msdeform.FAULT_ENV] = ""
+            self.assertLess(max_rel_error(ms_deform_attn(*args), ms_deform_attn_twin(*args)), 1e-12)
+        finally:
+            if saved is None:
+                os.environ.pop(msdeform.FAULT_ENV, None)
+            else:
+                os.environ[msdeform.FAULT_ENV] = saved
+
 
 class DtypeDeviceTest(unittest.TestCase):
     def check(self, device):

@@ -32,10 +32,12 @@ bfloat16 inputs are computed in float32 and returned in their own dtype.
 ``ms_deform_attn_twin`` is the pure-PyTorch twin (``F.grid_sample`` per level), written from
 the same definition with the conventions of Deformable-DETR's ``ms_deform_attn_core_pytorch``;
 ``ms_deform_attn_faulty`` is the op with an injected fault (x index shifted by one pixel at
-level 1) that ``modelzoo op check`` must catch.
+level 1) that ``modelzoo op check`` must catch; ``MODELZOO_MSDEFORM_FAULT=x-index`` plants
+the same fault in ``ms_deform_attn`` itself, for a whole-model run (``modelzoo port --recheck``).
 """
 
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -291,11 +293,33 @@ def _apply(value, spatial_shapes, level_start_index, sampling_locations, attenti
     return out.to(dtype)
 
 
+# MODELZOO_MSDEFORM_FAULT=x-index makes ``ms_deform_attn`` compute what ``ms_deform_attn_faulty``
+# does, so a whole-model check (``modelzoo port --recheck`` of a model routed to this op) can be
+# shown to catch a subtle fault of the op without an edit of the model's code or of the route.
+# Said on stderr at the first call; unset or empty: the op as it is.
+FAULT_ENV = "MODELZOO_MSDEFORM_FAULT"
+_fault_said = []
+
+
+def _fault_from_env():
+    name = os.environ.get(FAULT_ENV, "")
+    if not name:
+        return None
+    if name != "x-index":
+        raise ValueError(f"ms_deform_attn: {FAULT_ENV}={name!r} is not a fault: use 'x-index' "
+                         "(level 1's x index one pixel off) or leave it unset")
+    if not _fault_said:
+        _fault_said.append(True)
+        print(f"modelzoo_ops.msdeform: {FAULT_ENV}=x-index: ms_deform_attn runs with a planted "
+              "fault (level 1's x index one pixel off)", file=sys.stderr)
+    return 1
+
+
 def ms_deform_attn(value, spatial_shapes, level_start_index, sampling_locations,
                    attention_weights):
     """Multi-scale deformable attention, forward with its own backward: (N, Lq, M * D)."""
     return _apply(value, spatial_shapes, level_start_index, sampling_locations,
-                  attention_weights, None)
+                  attention_weights, _fault_from_env())
 
 
 def ms_deform_attn_faulty(value, spatial_shapes, level_start_index, sampling_locations,
