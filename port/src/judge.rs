@@ -77,6 +77,10 @@ pub(crate) fn judge_original(
                 name: "rel1".into(),
                 why: "the original trains under autocast (AMP, as the shim recorded): fp16/bf16 kernels are not the same computation on both sides step for step, so the port is judged by the ModelZoo's 1% rule on the final value".into(),
             },
+            (BaselineDevice::Cpu, false) if !ctx.routing.baseline.is_empty() => RuleUsed {
+                name: "step-by-step".into(),
+                why: "fp32 CPU baseline with routed custom ops (--op): the emulator runs the CPU's kernels, but the port runs another implementation of each routed op than the original, so the two agree to the op's rounding, which training amplifies step by step; the original ran twice, its second run with the routed ops computed in float64, to measure that noise".into(),
+            },
             (BaselineDevice::Cpu, false) => RuleUsed {
                 name: "step-by-step".into(),
                 why: "fp32 CPU baseline: the emulator runs the CPU's kernels, so a faithful port matches its original at every step to float noise; the original ran twice to measure that noise".into(),

@@ -153,8 +153,17 @@ pub fn plan(src: &Path, port: &[OpRoute], baseline: &[OpRoute]) -> Result<OpRout
 }
 
 impl OpRouting {
-    /// The shim's environment for one side; `record` is where it writes what ran.
-    pub(crate) fn env(&self, baseline: bool, record: &Path) -> Vec<(&'static str, OsString)> {
+    /// The shim's environment for one side; `record` is where it writes what ran. `float64`: the
+    /// routed ops run in float64 (the original's second run): the port runs another
+    /// implementation of each routed op than the original, so the two sides agree only to the
+    /// op's rounding, which training amplifies step by step; the spread between the original's
+    /// two runs then measures that (the noise the step rule allows) instead of being 0.
+    pub(crate) fn env(
+        &self,
+        baseline: bool,
+        record: &Path,
+        float64: bool,
+    ) -> Vec<(&'static str, OsString)> {
         let routes = if baseline { &self.baseline } else { &self.port };
         if routes.is_empty() {
             return Vec::new();
@@ -163,11 +172,15 @@ impl OpRouting {
             .iter()
             .map(|r| format!("{}={}", r.wrapper, r.target))
             .collect();
-        vec![
+        let mut env = vec![
             ("MODELZOO_PORT_OPS", joined.join(";").into()),
             ("MODELZOO_PORT_OP_STUBS", self.stubs.join(",").into()),
             ("MODELZOO_PORT_OPS_RECORD", record.as_os_str().to_owned()),
-        ]
+        ];
+        if float64 {
+            env.push(("MODELZOO_PORT_OPS_FLOAT64", "1".into()));
+        }
+        env
     }
 
     /// The project's extension a crash says is missing (`No module named 'X'`), if any.
@@ -223,11 +236,16 @@ mod tests {
         assert_eq!(r.baseline[0].target, "ops.scaled_tanh:scaled_tanh_pytorch");
         assert_eq!(r.stubs, ["ScaledTanhCUDA"]);
         assert!(r.unrouted.is_empty());
-        let env = r.env(true, Path::new("/rec"));
+        let env = r.env(true, Path::new("/rec"), false);
         assert_eq!(
             env[0].1,
             "ScaledTanhFunction=ops.scaled_tanh:scaled_tanh_pytorch"
         );
+        assert!(!env.iter().any(|(k, _)| *k == "MODELZOO_PORT_OPS_FLOAT64"));
+        // The original's second run computes its routed ops in float64 (the noise of the op's
+        // rounding); nothing is routed, nothing is set.
+        let env = r.env(true, Path::new("/rec"), true);
+        assert!(env.contains(&("MODELZOO_PORT_OPS_FLOAT64", "1".into())));
         // --baseline-op wins over the twin.
         let base = ["ops.scaled_tanh:ScaledTanhFunction=sdaa_ops:scaled_tanh"
             .parse()
@@ -237,7 +255,7 @@ mod tests {
         assert_eq!(r.baseline[0].target, "sdaa_ops:scaled_tanh");
         // Nothing routed: the wrapper is listed with its twin, nothing is stubbed.
         let r = plan(&fixture(), &[], &[]).unwrap();
-        assert!(r.stubs.is_empty() && r.env(false, Path::new("/rec")).is_empty());
+        assert!(r.stubs.is_empty() && r.env(false, Path::new("/rec"), true).is_empty());
         assert_eq!(
             r.unrouted,
             [(

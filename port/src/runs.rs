@@ -148,7 +148,10 @@ pub(crate) fn run_side(
         }
     }
     let ops_record = ctx.work.join("ops").join(label);
-    let routed = ctx.routing.env(side == Side::Baseline, &ops_record);
+    // The original's second run computes its routed ops in float64 (ops.rs, OpRouting::env).
+    let routed = ctx
+        .routing
+        .env(side == Side::Baseline, &ops_record, label == "baseline-2");
     if !routed.is_empty() {
         fresh_dir(&ops_record)?;
         env.extend(routed);

@@ -16,9 +16,10 @@ class _OpRoutes(importlib.abc.MetaPathFinder):
     """``MODELZOO_PORT_OPS`` / ``MODELZOO_PORT_OP_STUBS``: routes custom autograd Functions to
     another implementation as their modules load, and stands in for extensions not built here."""
 
-    def __init__(self, routes, stubs, record_dir):
+    def __init__(self, routes, stubs, record_dir, float64=False):
         # Class or module:Class -> "module:function"
         self.routes = routes
+        self.float64 = float64
         self.stubs = set(stubs)
         self.calls = {}
         self.impls = {}
@@ -84,6 +85,8 @@ class _OpRoutes(importlib.abc.MetaPathFinder):
 
         def apply(*args, **kwargs):
             fn = self._impl(impl)
+            if self.float64:
+                fn = _in_float64(fn)
             self.calls[name]["calls"] += 1
             bound = dict(zip(forward, args), **kwargs)
             params = inspect.signature(fn).parameters.values()
@@ -125,6 +128,36 @@ class _OpRoutes(importlib.abc.MetaPathFinder):
                   file=sys.stderr)
 
 
+def _in_float64(fn):
+    """``MODELZOO_PORT_OPS_FLOAT64=1`` (the original's second run): the routed implementation runs
+    on float64 copies of its floating tensor arguments and its floating results are cast back to
+    the arguments' dtype — the same op with other rounding. The spread of the original's two runs
+    then measures how far the model's loss moves when only the op's rounding changes, which is
+    what a port running another implementation of the op (``--op``) may differ by."""
+    import functools
+
+    import torch
+
+    def up(a):
+        return a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        floating = [a for a in (*args, *kwargs.values())
+                    if isinstance(a, torch.Tensor) and a.is_floating_point()]
+        if not floating or floating[0].dtype == torch.float64:
+            return fn(*args, **kwargs)
+        dtype = floating[0].dtype
+
+        def down(o):
+            return o.to(dtype) if isinstance(o, torch.Tensor) and o.is_floating_point() else o
+
+        out = fn(*map(up, args), **{k: up(v) for k, v in kwargs.items()})
+        return type(out)(map(down, out)) if isinstance(out, (tuple, list)) else down(out)
+
+    return call
+
+
 class _StubLoader(importlib.abc.Loader):
     """A module for an extension that is not built here: any use of it is a clear error."""
 
@@ -162,4 +195,5 @@ def install():
     routes = _parse_routes(os.environ.get("MODELZOO_PORT_OPS", ""))
     stubs = [m for m in os.environ.get("MODELZOO_PORT_OP_STUBS", "").split(",") if m]
     if routes or stubs:
-        sys.meta_path.insert(0, _OpRoutes(routes, stubs, os.environ.get("MODELZOO_PORT_OPS_RECORD")))
+        sys.meta_path.insert(0, _OpRoutes(routes, stubs, os.environ.get("MODELZOO_PORT_OPS_RECORD"),
+                                          os.environ.get("MODELZOO_PORT_OPS_FLOAT64") == "1"))

@@ -52,7 +52,9 @@ parameters when the function takes all its required ones by those names (a twin 
 modules the project imports but this machine does not have are imported as stubs whose every
 attribute raises an error naming the extension (a call the routes do not cover).
 ``MODELZOO_PORT_OPS_RECORD=DIR``: at exit ``DIR/ops.rank<RANK>.json`` gets
-``{"Class": {"impl": "module:function", "calls": N}}``.
+``{"Class": {"impl": "module:function", "calls": N}}``. ``MODELZOO_PORT_OPS_FLOAT64=1`` (the
+original's second run): the routed function runs on float64 copies of its floating arguments,
+its results cast back, so the two runs' spread measures the op's rounding.
 """
 
 import atexit
@@ -391,6 +393,11 @@ def _patch(torch):
         setattr(cuda, name, nothing)
     cuda.Event = Event
     cuda.Stream = Stream
+    # A side-stream prefetcher (Deformable-DETR's data_prefetcher) marks its batch as used by the
+    # current stream: nothing to mark on the host's one stream; a torch.Stream goes through.
+    record_stream = torch.Tensor.record_stream
+    torch.Tensor.record_stream = lambda self, stream: (
+        None if isinstance(stream, Stream) else record_stream(self, stream))
     cuda.current_stream = lambda device=None: Stream()
     cuda.default_stream = lambda device=None: Stream()
     cuda.set_stream = lambda stream: None

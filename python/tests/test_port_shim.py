@@ -98,7 +98,8 @@ for name in sys.argv[1:]:
 print(json.dumps(out))
 """
 # torchrun_ddp's reference is its one-process computation of the two ranks' steps.
-SINGLE = ["accelerator_pinned", "device_index", "to_int", "dataparallel", "torchrun_ddp"]
+SINGLE = ["accelerator_pinned", "device_index", "to_int", "dataparallel", "torchrun_ddp",
+          "prefetch_stream"]
 
 
 class IdiomTest(Close, unittest.TestCase):
@@ -138,6 +139,13 @@ class IdiomTest(Close, unittest.TestCase):
     def test_to_int_index(self):
         got, want = self.both("to_int")
         self.assert_close(got["losses"], want["losses"], "losses")
+        self.assertEqual(got["tensor_device"], "cpu")
+
+    def test_side_stream_prefetcher_records_its_batch_on_the_host_stream(self):
+        # Tensor.record_stream(torch.cuda.current_stream()) was "unknown parameter type".
+        got, want = self.both("prefetch_stream")
+        self.assert_close(got["losses"], want["losses"], "losses")
+        self.assertEqual(len(got["losses"]), 3)
         self.assertEqual(got["tensor_device"], "cpu")
 
     def test_dataparallel_keeps_module(self):
@@ -315,6 +323,46 @@ class OpRouteTest(unittest.TestCase):
         self.assertEqual(len(twin), 2)
         for a, b in zip(twin, device):
             self.assertTrue(math.isclose(a, b, rel_tol=1e-6), (twin, device))
+
+    def test_float64_route_computes_the_op_in_float64_and_returns_the_callers_dtype(self):
+        # MODELZOO_PORT_OPS_FLOAT64=1 (the original's second run): the routed function sees
+        # float64 copies, by forward's parameter names still, and its result and the gradient
+        # come back in the caller's dtype.
+        import types
+
+        import torch
+        sys.path.insert(0, SHIM)
+        self.addCleanup(sys.path.remove, SHIM)
+        import _modelzoo_port_ops as ops
+
+        seen = []
+
+        def twin(x, weight):
+            seen.append((x.dtype, weight.dtype))
+            return x + weight * torch.tanh(x)
+
+        module = types.ModuleType("float64_twin_probe")
+        module.twin = twin
+        sys.modules[module.__name__] = module
+        self.addCleanup(sys.modules.pop, module.__name__)
+
+        class ScaledTanhFunction(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, weight, block_size):
+                raise AssertionError("the route must not call the extension")
+
+        x = torch.tensor([0.3, -1.2], requires_grad=True)
+        w = torch.tensor([0.7, 0.2])
+        for float64, want in ((False, torch.float32), (True, torch.float64)):
+            routes = ops._OpRoutes({}, [], None, float64=float64)
+            apply = routes._routed("ScaledTanhFunction", ScaledTanhFunction,
+                                   "float64_twin_probe:twin")
+            out = apply(x, w, 64)
+            self.assertEqual(seen[-1], (want, want))
+            self.assertEqual(out.dtype, torch.float32)
+            torch.testing.assert_close(out, twin(x, w), rtol=1e-6, atol=1e-7)
+            (grad,) = torch.autograd.grad(out.sum(), x)
+            self.assertEqual(grad.dtype, torch.float32)
 
     def test_an_unrouted_call_of_the_stub_names_the_extension(self):
         out = self.run_routed("OtherFunction=sdaa_ops:scaled_tanh")
