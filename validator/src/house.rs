@@ -16,8 +16,6 @@ const BEING_SPLIT: &[&str] = &[
     "model_config/src/zoo_cases.rs",
     "validator/src/compare/mod.rs",
     "validator/src/report.rs",
-    // Grown past the limit by changes made while this test was written: split them.
-    "port/src/bisect.rs",
 ];
 
 /// Circles that changes made while this test was written brought in (issue #41), as the test
