@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use model_config::zoo_cases::{self, detect, IndexFormat, ScalarKind, Violation, ZooCases};
+use model_config::zoo_cases::{
+    self, detect, CaseKind, IndexFormat, ScalarKind, Violation, ZooCases,
+};
 
 /// A zoo root with one model directory and its run script; returns the case file's path.
 fn zoo(root: &Path, text: &str) -> PathBuf {
@@ -413,4 +415,186 @@ fn a_run_dir_or_run_file_linking_out_of_the_zoo_is_refused() {
     std::os::unix::fs::symlink(&outside_script, &script).unwrap();
     let cases = ZooCases::inspect(&file).unwrap();
     assert_eq!(rules(&cases.violations), vec![(5, "zoo-case.run-file")]);
+}
+
+/// A TecoInference case file in the real shape (`run_dir` at the case's top level, four
+/// stages), of our own model.
+const INFERENCE: &str = include_str!("data/teco_inference/model.yaml");
+
+/// A zoo root holding only `TecoInference/`, with the fixture's model directory and scripts;
+/// returns the case file's path.
+fn inference_zoo(root: &Path, text: &str) -> PathBuf {
+    let model = root.join("TecoInference/contrib/detection/tinydet");
+    std::fs::create_dir_all(model.join("images")).unwrap();
+    for f in [
+        "export_onnx.py",
+        "example_valid.py",
+        "example_single_batch.py",
+        "example_multi_batch.py",
+    ] {
+        std::fs::write(model.join(f), "print('hi')\n").unwrap();
+    }
+    let file = root.join(zoo_cases::INFERENCE_FILE_IN_ZOO);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// Issue #41: the public ModelZoo's TecoInference case file (`run_dir` beside the stages, no
+/// `desc`) was refused as an unknown field `run_dir`. It is read in its own schema: each stage
+/// is the command the check runs in run_dir, in order, each flag at its line.
+#[test]
+fn a_teco_inference_case_file_is_read_with_its_stages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = inference_zoo(tmp.path(), INFERENCE);
+    assert_eq!(detect(INFERENCE), Ok(IndexFormat::ZooCases));
+    let cases = ZooCases::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        cases.root.as_deref(),
+        Some(tmp.path().canonicalize().unwrap().as_path()),
+        "a root holding only TecoInference/ is a zoo root"
+    );
+    let case = &cases.cases[0];
+    assert_eq!(case.kind, CaseKind::Inference);
+    assert_eq!(case.run_dir, "TecoInference/contrib/detection/tinydet");
+    let stages: Vec<_> = case.invocations.iter().map(|i| i.stage).collect();
+    assert_eq!(
+        stages,
+        zoo_cases::INFERENCE_STAGES
+            .iter()
+            .map(|s| Some(*s))
+            .collect::<Vec<_>>()
+    );
+    let run: Vec<String> = case
+        .invocations
+        .iter()
+        .map(|i| i.args().join(" "))
+        .collect();
+    assert_eq!(
+        run[0],
+        "export_onnx.py --ckpt /data/weights/tinydet_voc.pth"
+    );
+    assert_eq!(
+        run[1],
+        "example_valid.py --ckpt tinydet_dyn_float16.onnx --batch_size 4 --data_path \
+         /data/datasets/voc/VOC2007 --target sdaa --dtype float16 --input_size 320 --verbose False"
+    );
+    assert_eq!(
+        run[3],
+        "example_multi_batch.py --ckpt tinydet_dyn_float16.onnx --batch_size 1 --data_path \
+         ./images --target sdaa --dtype float16"
+    );
+    // Each flag at the line of its key (the fixture's line numbers).
+    let line_of = |stage: usize, name: &str| {
+        case.invocations[stage]
+            .flags
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.line)
+    };
+    assert_eq!(line_of(0, "ckpt"), Some(8));
+    assert_eq!(line_of(1, "dtype"), Some(16));
+    assert_eq!(line_of(1, "verbose"), Some(19));
+    assert_eq!(line_of(2, "conf_thres"), Some(29));
+    assert_eq!(case.invocations[2].line, 21);
+    // A training case's single invocation is its args with the file's device.
+    let train = tempfile::tempdir().unwrap();
+    let train_cases = ZooCases::load(&zoo(train.path(), GOOD)).unwrap();
+    let t = &train_cases.cases[0];
+    assert_eq!(t.kind, CaseKind::Training);
+    assert_eq!(t.invocations.len(), 1);
+    assert_eq!(t.invocations[0].args(), t.args("sdaa"));
+    assert_eq!(t.invocations[0].flags[0].line, 7, "nnodes");
+}
+
+/// The inference schema's rules, each at the line of what breaks it, all reported together.
+#[test]
+fn inference_rules_fire_at_their_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "\
+- case_name: alice
+  run_dir: PyTorch/contrib/detection/tinydet
+  run_export:
+- case_name: bob
+  run_dir: TecoInference/contrib/detection/tinydet
+  run_example_valid:
+    run_file: missing_valid.py
+    params:
+      ckpt: a.onnx
+      batch_size: 0
+      data_path: /d
+      target: sdaa
+      dtype: bfloat16
+      topk: 1
+  run_example_single:
+    run_file: example_single_batch.py
+    params:
+      ckpt: a.onnx
+      batch_size: 1
+      data_path: ./images/cat.jpg
+      target: sdaa
+      others: {dtype: float32}
+- case_name: carol
+  run_dir: TecoInference/contrib/detection/tinydet
+- case_name: dave
+  run_dir: TecoInference/contrib/detection/tinydet
+  desc: {run_file: x.py}
+";
+    let file = inference_zoo(tmp.path(), text);
+    let cases = ZooCases::inspect(&file).unwrap();
+    assert!(cases.cases.is_empty(), "{:?}", cases.cases);
+    assert_eq!(
+        rules(&cases.violations),
+        vec![
+            (2, "zoo-case.run-dir"),
+            (3, "zoo-case.required"),
+            (7, "zoo-case.run-file"),
+            (10, "zoo-case.params"),
+            (13, "zoo-case.params"),
+            (14, "zoo-case.format"),
+            (17, "zoo-case.required"), // dtype missing: the params line
+            (22, "zoo-case.others"),
+            (23, "zoo-case.required"),
+            (26, "zoo-case.format"),
+        ],
+        "{:#?}",
+        cases.violations
+    );
+    let msg = |line: usize| {
+        cases
+            .violations
+            .iter()
+            .find(|v| v.line == line)
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        msg(2).contains("must start with TecoInference/"),
+        "{}",
+        msg(2)
+    );
+    assert!(msg(3).contains("`run_export` is empty"), "{}", msg(3));
+    assert!(
+        msg(7).contains("`run_file: missing_valid.py` does not exist"),
+        "{}",
+        msg(7)
+    );
+    assert!(
+        msg(10).contains("`batch_size: 0` must be a positive integer"),
+        "{}",
+        msg(10)
+    );
+    assert!(msg(13).contains("`dtype: bfloat16`") && msg(13).contains("float16, float32"));
+    assert!(msg(14).contains("unknown field `topk`") && msg(14).contains("params.others"));
+    assert!(
+        msg(17).contains("`run_example_single.params.dtype` is missing"),
+        "{}",
+        msg(17)
+    );
+    assert!(msg(23).contains("at least one stage"), "{}", msg(23));
+    assert!(
+        msg(26).contains("unknown field `run_dir`") && msg(26).contains("TecoInference case"),
+        "{}",
+        msg(26)
+    );
 }

