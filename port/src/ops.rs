@@ -84,6 +84,9 @@ pub struct RoutedCalls {
     #[serde(rename = "impl")]
     pub target: String,
     pub calls: u64,
+    /// It ran in float64 (the original's second run with routes: the op's rounding noise).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub float64: bool,
 }
 
 /// The routes for `--op` / `--baseline-op` on the project `src`. Err: a route names a wrapper

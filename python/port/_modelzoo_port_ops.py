@@ -82,6 +82,8 @@ class _OpRoutes(importlib.abc.MetaPathFinder):
         except (TypeError, ValueError):
             forward = []
         self.calls.setdefault(name, {"impl": impl, "calls": 0})
+        if self.float64:
+            self.calls[name]["float64"] = True
 
         def apply(*args, **kwargs):
             fn = self._impl(impl)

@@ -808,6 +808,21 @@ fn a_custom_cuda_op_is_routed_by_op_on_each_side() {
         "ops.scaled_tanh:scaled_tanh_pytorch"
     );
     assert_eq!(routed("baseline")["calls"], 4);
+    // The original's second run computes the routed op in float64: the step rule's noise is
+    // the op's rounding (the port runs another implementation of it).
+    assert_eq!(
+        routed("baseline_second")["float64"],
+        true,
+        "{}",
+        p.context()
+    );
+    assert!(routed("baseline")["float64"].is_null(), "{}", p.context());
+    assert!(routed("candidate")["float64"].is_null(), "{}", p.context());
+    assert!(
+        p.json["rule"]["why"].as_str().unwrap().contains("float64"),
+        "{}",
+        p.context()
+    );
     assert_eq!(routed("candidate")["impl"], "sdaa_ops:scaled_tanh");
     assert!(
         p.md.contains("| `ScaledTanhFunction` | `ops.scaled_tanh:scaled_tanh_pytorch` (4 calls) |"),
