@@ -48,6 +48,7 @@ pub(crate) fn judge_original(
                 run.loss_log = Some(found.path);
                 run.loss_metrics = found.metrics;
                 run.steps = found.values;
+                run.eval = found.eval;
             }
             Err(why) => run.loss_error = Some(why),
         }

@@ -209,6 +209,10 @@ pub struct Run {
     /// Its routed custom-op wrappers (`--op`): what each ran, how many times (rank 0).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ops_routed: BTreeMap<String, ops::RoutedCalls>,
+    /// The last value of each evaluation metric its log gives (`val.mAP` of a COCO summary):
+    /// shown in PORT.md beside the losses, not part of the verdict.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub eval: BTreeMap<String, f64>,
 }
 
 /// A crash in the project's code, mapped back to the original source.
@@ -669,6 +673,7 @@ impl Run {
             banner: None,
             fault_injection: None,
             ops_routed: BTreeMap::new(),
+            eval: BTreeMap::new(),
         }
     }
 
@@ -682,6 +687,7 @@ struct FoundLoss {
     path: PathBuf,
     metrics: Vec<String>,
     values: usize,
+    eval: BTreeMap<String, f64>,
 }
 
 fn finish(mut port: Port, verdict: Verdict, out: &Path) -> Result<Port, PortError> {

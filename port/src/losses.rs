@@ -25,7 +25,13 @@ pub struct LossSource {
     pub metrics: Vec<String>,
     /// Values of `metrics[0]` for rank 0.
     pub values: usize,
+    /// The last rank-0 value of each evaluation metric of the same log (`val.mAP`, `val.AP50`,
+    /// … of a COCO summary; `val.loss`): shown beside the losses in PORT.md.
+    pub eval: BTreeMap<String, f64>,
 }
+
+/// The most evaluation metrics kept from one log (a COCO summary per IoU type has 12).
+const MAX_EVAL: usize = 64;
 
 /// The loss series of one run: in `log` (relative to the run's directory `dir`) when given,
 /// else in its `console`; `key` (`--loss-key`) picks one metric. Err says what was looked at,
@@ -62,6 +68,7 @@ pub fn find(
             path: path.clone(),
             metrics,
             values,
+            eval: seen.eval.clone(),
         }
     };
     if let Some(key) = key {
@@ -100,6 +107,8 @@ struct Seen {
     /// The training losses of the first record that has some and none of [`LOSS_METRICS`]
     /// (per-step ones before epoch averages, `train.avg_*`).
     named: Option<Vec<String>>,
+    /// The last value of each `val.*` metric (at most [`MAX_EVAL`] names).
+    eval: BTreeMap<String, f64>,
 }
 
 impl Seen {
@@ -119,13 +128,17 @@ impl Seen {
 fn read_metrics(path: &Path) -> Result<Seen, String> {
     let mut reader = dllogger::open(path).map_err(|e| e.to_string())?;
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut eval: BTreeMap<String, f64> = BTreeMap::new();
     let (mut named, mut averages): (Option<Vec<String>>, Option<Vec<String>>) = (None, None);
     while let Some(record) = reader.try_next().map_err(|e| e.to_string())? {
         if record.rank != 0 {
             continue;
         }
-        for (name, _) in &record.metrics {
+        for (name, value) in &record.metrics {
             *counts.entry(name.clone()).or_default() += 1;
+            if name.starts_with("val.") && (eval.len() < MAX_EVAL || eval.contains_key(name)) {
+                eval.insert(name.clone(), *value);
+            }
         }
         if named.is_none() {
             let losses: Vec<String> = record
@@ -148,6 +161,7 @@ fn read_metrics(path: &Path) -> Result<Seen, String> {
     Ok(Seen {
         counts,
         named: named.or(averages),
+        eval,
     })
 }
 
@@ -340,6 +354,31 @@ mod tests {
         assert_eq!(got, want);
         let found = find(tmp.path(), &console, None, Some("train.loss_ce")).unwrap();
         assert_eq!(found.values, 6);
+    }
+
+    /// The COCO summary torchvision's detection reference prints after each epoch: the last
+    /// value of each `val.*` metric is kept beside the loss (`-1.000`, no object of that size,
+    /// is no value); training metrics are not evaluation ones.
+    #[test]
+    fn the_last_evaluation_summary_is_kept_beside_the_loss() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for (epoch, ap) in [(0, 0.125), (1, 0.25)] {
+            text.push_str(&format!(
+                "Epoch: [{epoch}]  [0/4]  eta: 0:00:08  lr: 0.006680  loss: 5.3222 (5.3222)  loss_classifier: 4.5396 (4.5396)  time: 2.0  data: 0.01  max mem: 0\n\
+                 Test:  [0/3]  eta: 0:00:00  model_time: 0.07 (0.07)  evaluator_time: 0.01 (0.01)  time: 0.09  data: 0.00\n\
+                 IoU metric: bbox\n \
+                 Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = {ap:.3}\n \
+                 Average Precision  (AP) @[ IoU=0.50      | area=   all | maxDets=100 ] = {:.3}\n \
+                 Average Precision  (AP) @[ IoU=0.50:0.95 | area= large | maxDets=100 ] = -1.000\n",
+                ap * 2.0
+            ));
+        }
+        let console = write(tmp.path(), &text);
+        let found = find(tmp.path(), &console, None, None).unwrap();
+        assert_eq!(found.metrics, ["train.loss"]);
+        let eval: Vec<(&str, f64)> = found.eval.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(eval, [("val.AP50", 0.5), ("val.mAP", 0.25)]);
     }
 
     #[test]

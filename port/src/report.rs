@@ -284,6 +284,10 @@ pub fn render_markdown(port: &Port) -> String {
         );
     }
 
+    let no_eval = std::collections::BTreeMap::new();
+    let port_eval = port.candidate.as_ref().map_or(&no_eval, |c| &c.eval);
+    render_eval(&mut md, &port.baseline.eval, port_eval);
+
     let m = &port.migration;
     let _ = writeln!(md, "## What the migration rewrote\n");
     if m.rewrites.is_empty() {
@@ -430,10 +434,98 @@ fn run_row(md: &mut String, name: &str, run: &Run) {
     );
 }
 
+/// The evaluation metrics the runs printed (a COCO summary's `val.mAP`, …): the original's and
+/// the port's last values, each mAP beside `modelzoo compare`'s mAP rule. Shown, not judged:
+/// the verdict goes by the losses.
+fn render_eval(
+    md: &mut String,
+    b: &std::collections::BTreeMap<String, f64>,
+    c: &std::collections::BTreeMap<String, f64>,
+) {
+    use validator::compare::{is_map_metric, map_allowance, map_passes};
+    if b.is_empty() && c.is_empty() {
+        return;
+    }
+    let mut names: Vec<&String> = b.keys().chain(c.keys()).collect();
+    names.sort_by_key(|n| (!is_map_metric(n), n.as_str()));
+    names.dedup();
+    let _ = writeln!(md, "## Evaluation\n");
+    let _ = writeln!(
+        md,
+        "The last value of each evaluation metric the runs printed (the original's first run). \
+         An mAP is set against `modelzoo compare`'s mAP rule (docs/compare.md): at most \
+         max(1% of the original's, 0.005) lower. Shown, not judged: the verdict goes by the \
+         losses.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| metric | original | port | mAP rule |\n|---|---|---|---|"
+    );
+    let shown = |v: Option<&f64>| v.map_or_else(|| "—".to_string(), |v| v.to_string());
+    for name in names {
+        let (bv, cv) = (b.get(name), c.get(name));
+        let rule = match (is_map_metric(name), bv, cv) {
+            (false, _, _) => "—".to_string(),
+            (true, Some(&bv), Some(&cv)) if map_passes(bv, cv) => {
+                format!("within (at most {:.4} lower)", map_allowance(bv))
+            }
+            (true, Some(&bv), Some(&cv)) => format!(
+                "**outside**: {:.4} lower, at most {:.4} allowed",
+                bv - cv,
+                map_allowance(bv)
+            ),
+            (true, _, _) => "not set: one side printed none".to_string(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {rule} |",
+            cell_code(name),
+            shown(bv),
+            shown(cv)
+        );
+    }
+    let _ = writeln!(md);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Verdict;
+
+    /// The COCO summary's metrics of both sides: mAP first, held to compare's mAP rule; a
+    /// metric one side lacks is a dash; nothing at all without evaluation metrics.
+    #[test]
+    fn evaluation_table_sets_each_map_against_the_map_rule() {
+        let map = |v: &[(&str, f64)]| -> std::collections::BTreeMap<String, f64> {
+            v.iter().map(|(k, x)| (k.to_string(), *x)).collect()
+        };
+        let mut md = String::new();
+        render_eval(&mut md, &map(&[]), &map(&[]));
+        assert_eq!(md, "");
+        let b = map(&[("val.AP50", 0.7), ("val.mAP", 0.5), ("val.segm_mAP", 0.4)]);
+        let c = map(&[
+            ("val.AP50", 0.1),
+            ("val.mAP", 0.496),
+            ("val.segm_mAP", 0.39),
+        ]);
+        render_eval(&mut md, &b, &c);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| `")).collect();
+        assert_eq!(
+            rows,
+            [
+                "| `val.mAP` | 0.5 | 0.496 | within (at most 0.0050 lower) |",
+                "| `val.segm_mAP` | 0.4 | 0.39 | **outside**: 0.0100 lower, at most 0.0050 allowed |",
+                "| `val.AP50` | 0.7 | 0.1 | — |",
+            ],
+            "{md}"
+        );
+        let mut md = String::new();
+        render_eval(&mut md, &b, &map(&[("val.AP50", 0.7)]));
+        assert!(
+            md.contains("| `val.mAP` | 0.5 | — | not set: one side printed none |"),
+            "{md}"
+        );
+    }
 
     #[test]
     fn headlines_never_call_an_incomparable_run_a_drift() {

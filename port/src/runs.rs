@@ -70,6 +70,7 @@ pub(crate) fn find_loss(
         path: f.path,
         metrics: f.metrics,
         values: f.values,
+        eval: f.eval,
     })
 }
 
@@ -224,6 +225,7 @@ pub(crate) fn run_side(
             .flatten(),
         fault_injection,
         ops_routed: crate::ops::read_record(&ops_record),
+        eval: BTreeMap::new(),
     };
     if outcome == RunOutcome::Interrupted {
         return Ok(run);
@@ -233,6 +235,7 @@ pub(crate) fn run_side(
             run.loss_log = Some(found.path);
             run.loss_metrics = found.metrics;
             run.steps = found.values;
+            run.eval = found.eval;
         }
         Err(why) => run.loss_error = Some(why),
     }

@@ -25,6 +25,10 @@ op schemas; ``Tensor.to / cuda / new_* / type / pin_memory``; ``torch.Generator`
   CUDA), ``GradScaler("cuda")`` a CPU GradScaler (real loss scaling);
 - ``nn.DataParallel`` / ``nn.parallel.data_parallel`` run the module on the CPU as one device
   (``.module`` is kept, so state_dict keys are as on CUDA);
+- library code choosing its algorithm by device type takes CUDA's choice where the shim knows
+  the branch: torchvision's ``ops.batched_nms`` (per-class NMS above 4000 box coordinates on the
+  CPU, one offset NMS up to CUDA's threshold elsewhere: the two can keep other boxes at an IoU
+  tie, so the baseline must pick as the original's CUDA run — and the port — do);
 - distributed: backend ``nccl`` is ``gloo`` (a ``device_id`` is dropped); DDP of a CPU module
   drops ``device_ids``; ``DeviceMesh("cuda", ...)`` is a CPU mesh; the process groups are
   released at exit before the interpreter is torn down.
@@ -41,6 +45,14 @@ per line; through ``GradScaler.scale`` the unscaled loss is recorded. At exit
 ``DIR/meta.rank<RANK>.json`` gets ``{"backward_calls": N, "autocast": bool}`` (autocast: an
 fp16/bf16 autocast region was entered enabled). Nothing is mapped unless
 ``MODELZOO_PORT_CPU_BASELINE=1`` is set too.
+
+``MODELZOO_PORT_SEED=N`` (every run: port's own environment, which its runs inherit; give it to
+``--recheck`` again): right after torch is imported,
+before the script's own code goes on, ``torch.manual_seed(N)``, ``random.seed(N)`` and numpy's
+``np.random.seed(N)`` — a script that seeds nothing (torchvision's detection reference) then
+draws the same weights, shuffles and augmentations in every run, so its two baseline runs agree
+and the port can be judged step by step. A script that seeds itself re-seeds after it: its own
+seed wins. A value that is not an integer in 0..2**32-1 stops the run with an error naming it.
 
 ``MODELZOO_PORT_OPS=Class=module:function;…`` (either run; ``modelzoo port --op``): every
 ``torch.autograd.Function`` subclass named ``Class`` (or exactly ``module:Class``) that a module
@@ -604,7 +616,86 @@ def _patch(torch):
 
         device_mesh.init_device_mesh = init_mesh_on_cpu
         dist.device_mesh.init_device_mesh = init_mesh_on_cpu
+    _after_import("torchvision.ops.boxes", _batched_nms_as_on_cuda)
     print(_BANNER, file=sys.stderr, flush=True)
+
+
+def _batched_nms_as_on_cuda(boxes_module):
+    """torchvision's ``batched_nms`` picks its algorithm by the boxes' device: per class
+    (``_batched_nms_vanilla``) above 4000 coordinates on the CPU, one NMS over class-offset boxes
+    (``_batched_nms_coordinate_trick``) up to a larger threshold on CUDA. The two may keep other
+    boxes (the offset changes IoUs in the last bits), so a baseline that stands for a CUDA run
+    takes CUDA's branch: the threshold is read from the function's own source; when it cannot
+    be, nothing is changed."""
+    import inspect
+    import re
+
+    original = getattr(boxes_module, "batched_nms", None)
+    vanilla = getattr(boxes_module, "_batched_nms_vanilla", None)
+    trick = getattr(boxes_module, "_batched_nms_coordinate_trick", None)
+    if not (original and vanilla and trick):
+        return
+    try:
+        found = re.search(r'"cpu"\s+else\s+([0-9_]+)\s*\)', inspect.getsource(original))
+    except (OSError, TypeError):
+        found = None
+    if not found:
+        return
+    threshold = int(found.group(1).replace("_", ""))
+    import torchvision
+
+    def batched_nms(boxes, scores, idxs, iou_threshold):
+        if boxes.numel() > threshold and not torchvision._is_tracing():
+            return vanilla(boxes, scores, idxs, iou_threshold)
+        return trick(boxes, scores, idxs, iou_threshold)
+
+    batched_nms.__doc__ = original.__doc__
+    batched_nms.__wrapped__ = original
+    batched_nms._modelzoo_cuda_threshold = threshold
+    boxes_module.batched_nms = batched_nms
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``then(module)`` right after the module ``name`` first executes, before its
+    importer goes on (so ``from .boxes import batched_nms`` in a package's ``__init__`` gets
+    what ``then`` put there)."""
+
+    def __init__(self, name, then):
+        self.name = name
+        self.then = then
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+        then = self.then
+
+        def exec_then(module):
+            exec_module(module)
+            try:
+                then(module)
+            except Exception as e:  # an adaptation must never be what breaks a run
+                print(f"modelzoo port: cannot adapt {name}: {e!r}", file=sys.stderr)
+
+        spec.loader.exec_module = exec_then
+        return spec
+
+
+def _after_import(name, then):
+    """``then(module)`` once ``name`` is imported: now if it already is, else at its import."""
+    if name in sys.modules:
+        then(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 def _dllogger_line(step, value):
@@ -725,12 +816,43 @@ def _is_helper():
     return "torch.distributed.run" in sys.modules and "RANK" not in os.environ
 
 
+def _seed_from_env():
+    """``MODELZOO_PORT_SEED`` as an int, None when unset; a bad value ends the run, named."""
+    text = os.environ.get("MODELZOO_PORT_SEED", "").strip()
+    if not text:
+        return None
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 2**32:
+        sys.stderr.write(
+            f"modelzoo port: MODELZOO_PORT_SEED={text!r} is not a seed: give an integer in "
+            "0..4294967295, or unset it\n")
+        sys.stderr.flush()
+        os._exit(2)
+    return seed
+
+
+def _seed_everything(torch, seed):
+    """Seeds torch's default generator (which the emulated sdaa device and the CPU baseline's
+    mapped CUDA both draw from), Python's ``random`` and numpy's global generator."""
+    import random
+
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed)
+
+
 class _AfterTorch(importlib.abc.MetaPathFinder):
     """Lets torch import as usual, then patches it before the script goes on."""
 
-    def __init__(self, baseline, backward_dir):
+    def __init__(self, baseline, backward_dir, seed=None):
         self.baseline = baseline
         self.backward_dir = backward_dir
+        self.seed = seed
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
@@ -751,6 +873,8 @@ class _AfterTorch(importlib.abc.MetaPathFinder):
                 except Exception as e:  # recording must never be what breaks a run
                     print(f"modelzoo port: cannot record backward losses: {e!r}",
                           file=sys.stderr)
+            if self.seed is not None:
+                _seed_everything(module, self.seed)
 
         spec.loader.exec_module = exec_then_patch
         return spec
@@ -758,8 +882,9 @@ class _AfterTorch(importlib.abc.MetaPathFinder):
 
 _baseline = os.environ.get("MODELZOO_PORT_CPU_BASELINE") == "1"
 _backward_dir = os.environ.get("MODELZOO_PORT_BACKWARD_DIR") or None
-if _baseline or _backward_dir:
-    sys.meta_path.insert(0, _AfterTorch(_baseline, _backward_dir))
+_seed = _seed_from_env()
+if _baseline or _backward_dir or _seed is not None:
+    sys.meta_path.insert(0, _AfterTorch(_baseline, _backward_dir, _seed))
 if os.environ.get("MODELZOO_PORT_OPS") or os.environ.get("MODELZOO_PORT_OP_STUBS"):
     import _modelzoo_port_ops  # beside this file: the --op routes
 

@@ -99,7 +99,7 @@ print(json.dumps(out))
 """
 # torchrun_ddp's reference is its one-process computation of the two ranks' steps.
 SINGLE = ["accelerator_pinned", "device_index", "to_int", "dataparallel", "torchrun_ddp",
-          "prefetch_stream"]
+          "prefetch_stream", "batched_nms"]
 
 
 class IdiomTest(Close, unittest.TestCase):
@@ -140,6 +140,15 @@ class IdiomTest(Close, unittest.TestCase):
         got, want = self.both("to_int")
         self.assert_close(got["losses"], want["losses"], "losses")
         self.assertEqual(got["tensor_device"], "cpu")
+
+    def test_batched_nms_takes_cudas_branch(self):
+        # torchvision's detection reference drifted at step 1 on a faithful port: the CPU
+        # baseline's batched_nms ran per class, the port's (and CUDA's) one offset NMS.
+        got, want = self.both("batched_nms")
+        self.assertNotEqual(got["vanilla"], got["offset"], "the fixture no longer tells them apart")
+        self.assertEqual(got["kept"], got["offset"], "the baseline took the CPU's branch")
+        self.assertEqual(want["kept"], want["vanilla"], "without the shim: the CPU's branch")
+        self.assertEqual(got["device"], "cpu")
 
     def test_side_stream_prefetcher_records_its_batch_on_the_host_stream(self):
         # Tensor.record_stream(torch.cuda.current_stream()) was "unknown parameter type".
@@ -264,6 +273,39 @@ class BackwardRecordTest(Close, unittest.TestCase):
         self.assertFalse(got["torch_before"])
         self.assertNotIn(BANNER, out.stderr)
         self.assertEqual(os.listdir(self.dir), [])
+
+
+class SeedTest(Close, unittest.TestCase):
+    """MODELZOO_PORT_SEED (in port's environment): an unseeded script draws in every run
+    what it would draw had it seeded torch, random and numpy itself right after importing."""
+
+    SEED = "5"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.want = result(python("unseeded.py", "--self-seed", cls.SEED))
+
+    def check(self, got):
+        self.assert_close(got["weight"], self.want["weight"], "Linear's initial weight")
+        self.assertEqual(got["order"], self.want["order"], "RandomSampler's order")
+        self.assert_close([got["random"]], [self.want["random"]], "random.random()")
+        self.assert_close(got["numpy"], self.want["numpy"], "np.random.rand(2)")
+
+    def test_baseline_draws_as_if_the_script_seeded_itself(self):
+        self.check(result(python("unseeded.py", shim=True, baseline=True,
+                                 extra={"MODELZOO_PORT_SEED": self.SEED})))
+
+    def test_seed_alone_installs_the_hook(self):
+        # The port's run sets MODELZOO_PORT_BACKWARD_DIR too; the seed must not depend on it.
+        self.check(result(python("unseeded.py", shim=True,
+                                 extra={"MODELZOO_PORT_SEED": self.SEED})))
+
+    def test_a_bad_seed_stops_the_run_naming_it(self):
+        for bad in ("abc", "-1", str(2**32)):
+            out = python("unseeded.py", shim=True, extra={"MODELZOO_PORT_SEED": bad})
+            self.assertEqual(out.returncode, 2, out.stderr)
+            self.assertIn(f"MODELZOO_PORT_SEED={bad!r} is not a seed", out.stderr)
+            self.assertNotIn("RESULT", out.stdout)
 
 
 class UnmappableTest(unittest.TestCase):
