@@ -8,6 +8,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use model_config::zoo_cases::CaseKind;
 use model_config::{ZooCase, ZooCases};
 use modelzoo_support::process::RunOutcome;
 
@@ -100,7 +101,10 @@ fn result(cases: &ZooCases, case: &ZooCase, opts: &Options) -> ModelResult {
         ),
         run: Stage::Skip("not run".into()),
         log: Stage::Skip("not run".into()),
-        command: display_command(&case.run_dir, &case.args(&opts.device)),
+        command: match case.kind {
+            CaseKind::Training => display_command(&case.run_dir, &case.args(&opts.device)),
+            CaseKind::Inference => display_stages(case),
+        },
         console,
         dir,
         seconds: 0.0,
@@ -117,6 +121,9 @@ pub fn check_case(
     let started = Instant::now();
     let deadline = started.checked_add(timeout);
     let mut r = result(cases, case, opts);
+    if skip_inference(case, &mut r) {
+        return r;
+    }
     tracing::info!(case = %case.case_name, dir = %r.dir.display(), "running");
     let out = out_dir(opts, &case.case_name);
     if let Err(why) = crate::workdir::fresh(&out) {
@@ -149,6 +156,36 @@ pub fn check_case(
     r
 }
 
+/// Why a TecoInference case is listed but not run: its stages export ONNX and run it through
+/// the TecoInference engine, which neither the kit nor its emulator provides.
+pub const INFERENCE_NOT_RUN: &str = "not run: a TecoInference case (ONNX export, then inference through the TecoInference engine, which this kit and its SDAA emulator do not provide); `modelzoo validate` checks its case file and its flags against the scripts' parsers";
+
+/// Marks `r` not run when `case` is a TecoInference case ([`INFERENCE_NOT_RUN`]); whether it
+/// did.
+fn skip_inference(case: &ZooCase, r: &mut ModelResult) -> bool {
+    if case.kind != CaseKind::Inference {
+        return false;
+    }
+    r.run = Stage::Skip(INFERENCE_NOT_RUN.into());
+    r.log = Stage::Skip("not run".into());
+    true
+}
+
+/// An inference case's stages as one line typed from the zoo root:
+/// `cd <run_dir> && python <export> … && python <example> …`.
+fn display_stages(case: &ZooCase) -> String {
+    let mut line = format!("cd {}", quote(&case.run_dir));
+    for inv in &case.invocations {
+        line.push_str(" && ");
+        line.push_str(PYTHON);
+        for a in inv.args() {
+            line.push(' ');
+            line.push_str(&quote(&a));
+        }
+    }
+    line
+}
+
 /// The command as a person would type it from the zoo root (for the reports).
 fn display_command(run_dir: &str, args: &[String]) -> String {
     let mut line = format!("cd {} && {PYTHON}", quote(run_dir));
@@ -174,6 +211,59 @@ fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #41: a TecoInference case is loaded (no longer refused), shown with every stage
+    /// it would run, and reported not run with the reason instead of being run as a training
+    /// script.
+    #[test]
+    fn an_inference_case_is_listed_with_its_stages_and_not_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("TecoInference/contrib/detection/tinydet");
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["export_onnx.py", "example_valid.py"] {
+            std::fs::write(dir.join(f), "print('hi')\n").unwrap();
+        }
+        let file = tmp
+            .path()
+            .join(model_config::zoo_cases::INFERENCE_FILE_IN_ZOO);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(
+            &file,
+            "- case_name: octocat\n  run_dir: TecoInference/contrib/detection/tinydet\n  run_export:\n    run_file: export_onnx.py\n  run_example_valid:\n    run_file: example_valid.py\n    params: {ckpt: m.onnx, batch_size: 2, data_path: /d v, target: sdaa, dtype: float16}\n",
+        )
+        .unwrap();
+        let cases = ZooCases::load(&file).unwrap_or_else(|e| panic!("{e}"));
+        let case = &cases.cases[0];
+        assert_eq!(
+            display_stages(case),
+            "cd TecoInference/contrib/detection/tinydet && python export_onnx.py && python \
+             example_valid.py --ckpt m.onnx --batch_size 2 --data_path '/d v' --target sdaa \
+             --dtype float16"
+        );
+        let mut r = ModelResult {
+            name: case.case_name.clone(),
+            device: "sdaa".into(),
+            layout: Stage::Skip(String::new()),
+            run: Stage::Skip("not run".into()),
+            log: Stage::Skip("not run".into()),
+            command: String::new(),
+            console: tmp.path().join("console.log"),
+            dir: cases.run_dir(case),
+            seconds: 0.0,
+        };
+        assert!(skip_inference(case, &mut r));
+        assert!(
+            matches!(&r.run, Stage::Skip(why) if why.contains("TecoInference engine")),
+            "{:?}",
+            r.run
+        );
+        let mut training = case.clone();
+        training.kind = CaseKind::Training;
+        let mut r2 = r.clone();
+        r2.run = Stage::Skip("not run".into());
+        assert!(!skip_inference(&training, &mut r2));
+        assert!(matches!(&r2.run, Stage::Skip(why) if why == "not run"));
+    }
 
     #[test]
     fn the_displayed_command_quotes_what_needs_it() {
