@@ -17,6 +17,7 @@
 pub mod cases;
 pub mod env;
 mod logcheck;
+pub mod repeat;
 pub mod report;
 pub mod workdir;
 
@@ -98,6 +99,12 @@ pub struct Options {
     /// Set (e.g. from a SIGINT handler) to stop: the running commands' process groups are
     /// killed and no further model starts.
     pub cancel: Arc<AtomicBool>,
+    /// `--runs N`: each model.yaml entry runs N times on `device`, each run log-checked
+    /// ([`repeat`]); 1 is one run.
+    pub runs: usize,
+    /// `--baseline-device DEV`: the entry also runs `runs` times on DEV, and the final
+    /// `train.loss` of both sides are compared across the runs ([`repeat`]).
+    pub baseline_device: Option<String>,
 }
 
 impl Options {
@@ -392,7 +399,9 @@ pub fn run_all(
     let out_dirs: Vec<PathBuf> = entries
         .iter()
         .filter(|e| e.devices.iter().any(|d| d == &opts.device))
-        .map(|e| out_dir(opts, &e.name))
+        .flat_map(|e| {
+            std::iter::once(out_dir(opts, &e.name)).chain(repeat::extra_dirs(opts, &e.name))
+        })
         .collect();
     prepare_work_dir(opts, &out_dirs)?;
     Ok(pool(
@@ -519,7 +528,11 @@ pub fn check_model(yaml: &ModelYaml, entry: &ModelEntry, opts: &Options) -> Mode
                 check_log(p, &metrics)
             })
         };
-        (run, log)
+        if repeat::asked(opts) && !run.failed() && matches!(log, Stage::Pass(_)) {
+            repeat::across_runs(yaml, entry, opts, entry.log_path(&dir, &out_dir))
+        } else {
+            (run, log)
+        }
     };
     ModelResult {
         name: entry.name.clone(),

@@ -73,6 +73,8 @@ fn opts(work: &Path) -> Options {
         kit: Some(kit),
         kill_grace: Duration::from_millis(500),
         cancel: Default::default(),
+        runs: 1,
+        baseline_device: None,
     }
 }
 

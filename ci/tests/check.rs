@@ -52,6 +52,8 @@ fn opts(work: &Path) -> Options {
         sdaa: SdaaBackend::Missing,
         kill_grace: Duration::from_millis(500),
         cancel: Default::default(),
+        runs: 1,
+        baseline_device: None,
     }
 }
 
@@ -687,4 +689,47 @@ fn a_work_dir_ci_made_is_emptied_between_runs() {
         .join("good")
         .join(modelzoo_ci::workdir::MARKER)
         .is_file());
+}
+
+/// `--runs 3 --baseline-device cpu`: every run of an entry is log-checked, and the final
+/// `train.loss` of its three sdaa runs is compared with its three cpu runs by Welch's test —
+/// a spread under the 1% margin passes, a device-only 20% worse loss fails, naming the test.
+#[test]
+fn runs_across_devices_are_compared_with_welchs_test() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = zoo(
+        tmp.path(),
+        &[
+            ("fair", "noisy", 60, "cpu, sdaa"),
+            ("worse", "noisy_sdaa_worse", 60, "cpu, sdaa"),
+        ],
+    );
+    let opts = Options {
+        device: "sdaa".into(),
+        runs: 3,
+        baseline_device: Some("cpu".into()),
+        ..opts(&tmp.path().join("work"))
+    };
+    let results = modelzoo_ci::run_all(&yaml, &yaml.models, &opts).unwrap();
+    let by = |n: &str| results.iter().find(|r| r.name == n).unwrap();
+    let fair = by("fair");
+    assert_eq!(fair.status(), Status::Pass, "{fair:?}");
+    assert!(
+        fair.log.detail().contains("PASS (welch") && fair.log.detail().contains("3 runs"),
+        "{fair:?}"
+    );
+    let worse = by("worse");
+    assert_eq!(worse.status(), Status::Fail, "{worse:?}");
+    assert!(worse.log.detail().contains("FAIL (welch"), "{worse:?}");
+    // Each run had an output directory of its own: three on sdaa, three on cpu.
+    for dir in [
+        "worse",
+        "worse.run2",
+        "worse.run3",
+        "worse.cpu.run1",
+        "worse.cpu.run3",
+    ] {
+        let log = tmp.path().join("work").join(dir).join("train.log");
+        assert!(log.is_file(), "{}", log.display());
+    }
 }

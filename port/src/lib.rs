@@ -14,6 +14,7 @@ mod copy;
 mod judge;
 pub mod losses;
 mod md;
+pub mod multirun;
 pub mod ops;
 mod report;
 mod runs;
@@ -101,6 +102,9 @@ pub struct Options {
     pub ops: Vec<ops::OpRoute>,
     /// `--baseline-op`: the original's (default: the project's pure-PyTorch twin).
     pub baseline_ops: Vec<ops::OpRoute>,
+    /// `--runs N`: how many times each side runs (1: one run a side, judged pair against pair;
+    /// 2 or more: judged across the runs too, [`multirun`]).
+    pub runs: usize,
 }
 
 /// Why a port could not start (exit 2): nothing was run.
@@ -119,6 +123,9 @@ pub enum PortError {
     },
     #[error("writing the report {}: {message}", path.display())]
     Report { path: PathBuf, message: String },
+    /// A `--runs` the port cannot honour.
+    #[error("{0}")]
+    Runs(String),
 }
 
 /// How a port ended.
@@ -313,6 +320,9 @@ pub struct Port {
     pub inventory: Option<Inventory>,
     /// The custom-op routes (`--op`, `--baseline-op`) and the wrappers left unrouted.
     pub routing: ops::OpRouting,
+    /// `--runs N` (N ≥ 2): every further run and the comparison across the runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub across_runs: Option<multirun::AcrossRuns>,
 }
 
 /// What a port saves for `--recheck` (`.modelzoo-port/baseline.json`).
@@ -427,6 +437,7 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
         compare_text: None,
         inventory: None,
         routing: ctx_routing.clone(),
+        across_runs: None,
     };
     let ctx = Ctx {
         src: src.clone(),
@@ -444,6 +455,18 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
 
     let saved = match judge_original(&mut port, &ctx, opts, cancel)? {
         Ok(saved) => saved,
+        Err(Verdict::NotReproducible)
+            if opts.runs >= multirun::MIN_RUNS_FLAG
+                && port
+                    .baseline_second
+                    .as_ref()
+                    .is_some_and(|b| b.loss_log.is_some()) =>
+        {
+            // Two runs of the original differ: only a verdict across several runs can judge.
+            let verdict =
+                multirun::judge_across_runs(&mut port, &ctx, opts.runs, None, &scan, cancel)?;
+            return finish(port, verdict, &out);
+        }
         Err(verdict) if port.baseline.ran_to_the_end() && port.baseline.loss_log.is_some() => {
             // The original ran and logged losses that cannot be judged against (not
             // reproducible, or never moving): the port still runs, so the report says whether
@@ -463,7 +486,11 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
             message: e.to_string(),
         }
     })?;
-    let verdict = run_and_judge_candidate(&mut port, &ctx, &saved, Some(&scan), cancel)?;
+    let verdict = if opts.runs >= multirun::MIN_RUNS_FLAG {
+        multirun::judge_across_runs(&mut port, &ctx, opts.runs, Some(&saved), &scan, cancel)?
+    } else {
+        run_and_judge_candidate(&mut port, &ctx, &saved, Some(&scan), cancel)?
+    };
     finish(port, verdict, &out)
 }
 
@@ -548,6 +575,7 @@ pub fn recheck(dst: &Path, kit: Option<Kit>, cancel: &AtomicBool) -> Result<Port
         compare_text: None,
         inventory: None,
         routing: ctx_routing.clone(),
+        across_runs: None,
     };
     let verdict = run_and_judge_candidate(&mut port, &ctx, &saved, None, cancel)?;
     finish(port, verdict, &out)
@@ -620,6 +648,24 @@ fn check_inputs(opts: &Options) -> Result<PathBuf, PortError> {
                 "--log must be relative to the directory the command runs in (each side writes its own)".into(),
             ));
         }
+    }
+    if opts.runs == 0 {
+        return Err(PortError::Runs(
+            "--runs 0: each side must run at least once (1, the default, is one run a side; 3 or more let Welch's t-test weigh the runs' noise)".into(),
+        ));
+    }
+    if opts.runs > multirun::MAX_RUNS {
+        return Err(PortError::Runs(format!(
+            "--runs {}: at most {} runs a side (each is a whole training run)",
+            opts.runs,
+            multirun::MAX_RUNS
+        )));
+    }
+    if opts.runs >= multirun::MIN_RUNS_FLAG && opts.baseline_log.is_some() {
+        return Err(PortError::Runs(format!(
+            "--runs {} with --baseline-log: the log is one run of the original, and a comparison across runs needs as many of the original's runs as the port's; drop --baseline-log (the original runs here), or --runs",
+            opts.runs
+        )));
     }
     if let Some(log) = &opts.baseline_log {
         if !std::fs::metadata(log).is_ok_and(|m| m.is_file()) {

@@ -139,10 +139,12 @@ pub fn render_markdown(port: &Port) -> String {
         code(&port.command.join(" "))
     );
     if let Some(rule) = &port.rule {
-        let name = if rule.name == "step-by-step" {
-            "step by step against the original's measured noise"
-        } else {
-            "the ModelZoo's 1% rule on the final value (mean of the last 10 steps)"
+        let name = match rule.name.as_str() {
+            "step-by-step" => "step by step against the original's measured noise",
+            "across-runs" => {
+                "across several runs a side: Welch's one-sided t-test on the final loss, 1% margin"
+            }
+            _ => "the ModelZoo's 1% rule on the final value (mean of the last 10 steps)",
         };
         let _ = writeln!(md, "- rule: {name} — {}", text(&rule.why));
     }
@@ -172,8 +174,24 @@ pub fn render_markdown(port: &Port) -> String {
     if let Some(b) = &port.baseline_second {
         run_row(&mut md, "original, second run", b);
     }
+    let more = port.across_runs.as_ref();
+    let first = if port.baseline_second.is_some() { 3 } else { 2 };
+    for (k, b) in more
+        .map_or(&[][..], |m| &m.baseline_more[..])
+        .iter()
+        .enumerate()
+    {
+        run_row(&mut md, &format!("original, run {}", k + first), b);
+    }
     if let Some(c) = &port.candidate {
         run_row(&mut md, "port (candidate)", c);
+    }
+    for (k, c) in more
+        .map_or(&[][..], |m| &m.candidate_more[..])
+        .iter()
+        .enumerate()
+    {
+        run_row(&mut md, &format!("port, run {}", k + 2), c);
     }
     let _ = writeln!(md);
     let _ = writeln!(
@@ -276,6 +294,9 @@ pub fn render_markdown(port: &Port) -> String {
         let _ = writeln!(md);
     }
 
+    if let Some(m) = &port.across_runs {
+        render_across_runs(&mut md, m, port);
+    }
     if let Some(t) = &port.compare_text {
         let _ = writeln!(
             md,
@@ -412,6 +433,31 @@ pub fn render_markdown(port: &Port) -> String {
         crate::WORK_DIR
     );
     md
+}
+
+/// `--runs N`: how the runs differ, what decided, and each metric's runs table and test
+/// (validator's own rendering of `modelzoo compare` across runs, every name escaped there).
+fn render_across_runs(md: &mut String, m: &crate::multirun::AcrossRuns, port: &Port) {
+    let _ = writeln!(
+        md,
+        "## Across {} runs a side (`--runs {}`)\n",
+        m.requested, m.requested
+    );
+    let _ = writeln!(md, "{}.\n", text(&m.note));
+    let decided = match m.decided_by.as_str() {
+        "step-by-step" => "the step rule (the original is reproducible, so it applies as with one run); the test across the runs is shown beside it".to_string(),
+        "welch" => "Welch's one-sided t-test across the runs (3 or more a side); the per-pair 1% rule is shown beside it".to_string(),
+        other => format!("{other}: too few runs a side for the t-test (3 settle it)"),
+    };
+    let _ = writeln!(md, "What decided: {}.\n", text(&decided));
+    let command = port.command.join(" ");
+    for r in &m.comparisons {
+        let body = validator::compare::runs_markdown(r, &command);
+        // validator's heading is a level-2 one; here it sits under this section.
+        let body = body.replacen("## ", "### ", 1);
+        let _ = writeln!(md, "{}", body.trim_end());
+        let _ = writeln!(md);
+    }
 }
 
 fn run_row(md: &mut String, name: &str, run: &Run) {

@@ -2,13 +2,16 @@
 # A stand-in training run for the CI tests: parses --step/--output_dir like a run_<model>
 # script and writes tcap_dllogger stdout lines to <output_dir>/train.log.
 # MODE (first argument): good | nan | zero_ips | fail | hang | nolog | fifo_log | fifo_console | env
-#                        | daemon
+#                        | daemon | noisy | noisy_sdaa_worse
+# noisy: train.loss 0.50x, x from the process id (a run-to-run spread under 1%);
+# noisy_sdaa_worse: the same, 0.60x with --device sdaa (a device-only bug, 20% worse).
 mode=$1; shift
-steps=5; out=.
+steps=5; out=.; device=cpu
 while [ $# -gt 0 ]; do
   case $1 in
     --step) steps=$2; shift 2 ;;
     --output_dir) out=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
     *) shift ;;
   esac
 done
@@ -48,6 +51,8 @@ while [ $i -lt "$steps" ]; do
   ips="1234.5"
   [ "$mode" = nan ] && [ $i -eq 3 ] && loss=nan
   [ "$mode" = zero_ips ] && ips=0
+  case $mode in noisy*) loss="0.5$(($$ % 7))" ;; esac
+  [ "$mode" = noisy_sdaa_worse ] && [ "$device" = sdaa ] && loss="0.6$(($$ % 7))"
   echo "TCAPPDLL 2025-05-15 14:20:10.93038$i - Epoch: 0 Iteration: $i  rank : 0  train.loss : $loss  train.ips : $ips imgs/s" >> "$log"
   i=$((i + 1))
 done

@@ -27,7 +27,9 @@ use modelzoo_support::kit::Kit;
 use validator::compare;
 
 pub use search::{find_culprits, Found, Probe};
-pub use types::{env_line, BisectError, Options, Outcome, Report, Rule, Trial, FALLBACK_ENV, JSON_FILE};
+pub use types::{
+    env_line, BisectError, Options, Outcome, Report, Rule, Trial, FALLBACK_ENV, JSON_FILE,
+};
 
 use crate::{losses, steps, Port, PortError, Verdict, WORK_DIR};
 use trial::Runner;

@@ -2,17 +2,19 @@
 //! they come and the run cut short at its first step past the tolerance, then judged against
 //! the baseline under the rule.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use modelzoo_support::kit::{python_path_with, Kit};
 use modelzoo_support::process::{self, Job, RunOutcome};
 use validator::compare;
 
-use super::types::{env_line, Baseline, BisectError, Options, Rule, Trial, FALLBACK_ENV, INVENTORY_ENV};
+use super::types::{
+    env_line, Baseline, BisectError, Options, Rule, Trial, FALLBACK_ENV, INVENTORY_ENV,
+};
 use crate::{copy, runs::fresh_dir, steps, PortError};
 
 /// Runs trials and keeps count.

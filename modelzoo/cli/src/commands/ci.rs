@@ -68,6 +68,14 @@ pub struct Args {
     /// A model's directory there is emptied before its run only when ci created it.
     #[arg(long, value_name = "DIR")]
     work_dir: Option<PathBuf>,
+    /// Run each model.yaml entry N times (each in a fresh output directory), every run
+    /// log-checked; with --baseline-device, compared across the runs (docs/ci.md).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    runs: u64,
+    /// Also run each entry (N times) with `{device}` = DEV, and compare the final
+    /// `train.loss` across the runs: Welch's one-sided t-test with 3 runs a side, 1% margin.
+    #[arg(long, value_name = "DEV")]
+    baseline_device: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -88,6 +96,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "--device {device}: not a device; one of: {}",
             model_config::model_yaml::DEVICES.join(", ")
         );
+    }
+    if is_cases && (args.runs > 1 || args.baseline_device.is_some()) {
+        anyhow::bail!(
+            "--runs and --baseline-device apply to this repository's model.yaml; {} is a ModelZoo case file, whose cases run once as the ModelZoo's check runs them",
+            args.model_yaml.display()
+        );
+    }
+    if let Some(b) = &args.baseline_device {
+        if !model_config::model_yaml::DEVICES.contains(&b.as_str()) {
+            anyhow::bail!(
+                "--baseline-device {b}: not a device; one of: {}",
+                model_config::model_yaml::DEVICES.join(", ")
+            );
+        }
+        if *b == device {
+            anyhow::bail!(
+                "--baseline-device {b} is --device itself: give the device to compare against (e.g. --device sdaa --baseline-device cpu)"
+            );
+        }
     }
     let models = args.models.as_deref();
     let changed = args.changed_since.as_deref();
@@ -150,6 +177,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sdaa,
         kill_grace: Duration::from_secs(5),
         cancel: Arc::new(AtomicBool::new(false)),
+        runs: args.runs as usize,
+        baseline_device: args.baseline_device.clone(),
     };
     if opts.device == "sdaa" {
         eprintln!(

@@ -5,7 +5,8 @@
 //! runs and judges an edited port again. Exit 0 when the port ran to the end on sdaa and
 //! matches; 1 when it failed (crashed, drifted, nothing on sdaa, no comparable loss); 2 when it
 //! could not be judged (unusable input, an original that does not run, is not reproducible or
-//! prints no loss, the kit's CPU baseline failed); 130 when interrupted.
+//! prints no loss, the kit's CPU baseline failed); 130 when interrupted. `--runs N` runs each
+//! side N times and judges across the runs (an original that is not reproducible included).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -65,6 +66,11 @@ pub struct Args {
         conflicts_with = "recheck"
     )]
     baseline_ops: Vec<modelzoo_port::ops::OpRoute>,
+    /// Run the original and the port N times each (each run in a fresh copy, the same
+    /// command) and judge across the runs too: Welch's one-sided t-test on the final loss with
+    /// 3 or more (docs/port.md, "Several runs a side"). 1: one run a side.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with_all = ["recheck", "bisect"])]
+    runs: usize,
     /// The training command, after `--`, run as is in SRC and in DST (no shell; `python` is the
     /// kit's .venv python when `make setup` made one).
     #[arg(last = true, value_name = "CMD")]
@@ -100,6 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             kit: Kit::locate(),
             ops: args.ops,
             baseline_ops: args.baseline_ops,
+            runs: args.runs,
         };
         modelzoo_port::run(&opts, &cancel)?
     };
