@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use model_config::{ModelEntry, ModelYaml};
 use modelzoo_support::process::{self, RunOutcome};
-use validator::compare::{compare_runs, verdict_line, Goal};
+use validator::compare::{compare_runs, verdict_line};
 
 use crate::{env, log_stage, logcheck, out_dir, run_job, run_stage, workdir, Options, Stage};
 
@@ -106,7 +106,7 @@ pub fn across_runs(
         metric_fallback: false,
         ..validator::compare::Options::default()
     };
-    let log = match compare_runs(&base_logs, &device_logs, &options, Some(Goal::Minimize)) {
+    let log = match compare_runs(&base_logs, &device_logs, &options, None) {
         Ok(r) => {
             let words = format!(
                 "each of {n} runs passed the log check; `{METRIC}` across {n} runs on {} against {n} on {base}: {}",

@@ -16,7 +16,7 @@
 use super::judge::{judge_candidate_ran, run_and_judge_candidate};
 use super::runs::{backward_log, read_inventory, run_side};
 use super::*;
-use validator::compare::{compare_runs, verdict_line, Goal, RunsComparison};
+use validator::compare::{compare_runs, verdict_line, RunsComparison};
 
 /// Fewest runs a side `--runs` takes (1 is port's own default: one run a side).
 pub const MIN_RUNS_FLAG: usize = 2;
@@ -165,7 +165,7 @@ pub(crate) fn judge_across_runs(
             metric_fallback: false,
             ..compare::Options::default()
         };
-        match compare_runs(&b_logs, &c_logs, &options, Some(Goal::Minimize)) {
+        match compare_runs(&b_logs, &c_logs, &options, None) {
             Ok(r) => more.comparisons.push(r),
             Err(e) => {
                 port.summary = format!(
