@@ -200,7 +200,7 @@ pub(crate) fn judge_across_runs(
     let verdict = if step_rule {
         more.decided_by = "step-by-step".into();
         port.summary = format!(
-            "{} Across {n} runs a side ({}; the step rule decides for a reproducible original): {lines}",
+            "{}. Across {n} runs a side ({}; the step rule decides for a reproducible original): {lines}",
             port.summary, more.note
         );
         first
