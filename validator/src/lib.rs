@@ -4,6 +4,7 @@
 //! finds the op that drifted.
 
 pub mod compare;
+mod devices;
 pub mod diff;
 pub mod finding;
 #[cfg(test)]
@@ -12,6 +13,7 @@ pub mod layout;
 pub mod losspy;
 mod markdown;
 mod render;
-pub mod report;
+/// The compare report's pages, at the path its users have always named.
+pub use compare::report;
 pub mod review;
 pub mod rules;

@@ -150,6 +150,97 @@ fn csv_logs_compare_by_step_with_the_loss_fallback() {
     );
 }
 
+/// Issue #41: a tcap stdout log (`Epoch: 0 Iteration: n`, counting from 0 as `enumerate`
+/// does) and an NLP model's CSV (`step,loss`, counting from 1) name the same training steps;
+/// the default pairing pairs them, each log's first step with the other's, and says so.
+#[test]
+fn a_text_log_and_a_csv_log_pair_by_the_training_step() {
+    let t = tempfile::tempdir().unwrap();
+    let (cuda, sdaa) = (t.path().join("cuda.log"), t.path().join("sdaa_loss.csv"));
+    let loss = |step: usize| 2.0 / step as f64 + 0.5;
+    let mut s = String::from("[W Module.cpp] torchrun warning\n");
+    for i in 0..100 {
+        writeln!(
+            s,
+            "TCAPPDLL 2025-05-15 14:20:10.930385 - Epoch: 0 Iteration: {i}  rank : 0  train.loss : {:.6}  train.ips : 10.0 imgs/s",
+            loss(i + 1)
+        )
+        .unwrap();
+    }
+    fs::write(&cuda, s).unwrap();
+    let mut s = String::from("step,loss\n");
+    for step in 1..=100 {
+        writeln!(s, "{step},{:.6}", loss(step) * 1.002).unwrap();
+    }
+    fs::write(&sdaa, s).unwrap();
+    let cmp = compare_files(&cuda, &sdaa, &Options::default()).unwrap();
+    assert_eq!(cmp.align, Align::Key);
+    assert_eq!(
+        (
+            cmp.figures.steps_compared,
+            cmp.only_in_baseline,
+            cmp.only_in_candidate
+        ),
+        (100, 0, 0)
+    );
+    // Step 1 of each: 2.5 against 2.5 × 1.002 (paired one step apart it would be 2.5 against
+    // 1.5 × 1.002), and so on to the last.
+    for i in [0, 1, 99] {
+        let p = cmp.pairs.get(i);
+        assert!(
+            (p.candidate / p.baseline - 1.002).abs() < 1e-5,
+            "pair {i}: {} vs {}",
+            p.baseline,
+            p.candidate
+        );
+    }
+    assert!(cmp.verdict.pass, "{}", cmp.verdict.reason);
+    let text = report::text(&cmp);
+    assert!(
+        text.contains("the baseline counts from 0 and the candidate from 1, so the candidate's step 1 is paired with the baseline's 0"),
+        "{text}"
+    );
+}
+
+/// Issue #41: validate's logs.device rule flags a CUDA log that carries the Torch-SDAA banner;
+/// compare, given such a log as its baseline, warns the same way (the same detection).
+#[test]
+fn a_baseline_with_the_torch_sdaa_banner_is_warned_about() {
+    let t = tempfile::tempdir().unwrap();
+    let (cuda, sdaa) = (t.path().join("cuda.log"), t.path().join("sdaa.log"));
+    let log = |p: &Path, banner: bool| {
+        let mut s = String::new();
+        if banner {
+            s.push_str("--------------+------------------\n Host IP      | 127.0.1.1\n Torch-SDAA   | 2.1.1b0+gitebfa9da\n--------------+------------------\n");
+        }
+        for i in 0..20 {
+            writeln!(
+                s,
+                "TCAPPDLL 2025-05-15 14:20:10.930385 - Epoch: 0 Iteration: {i}  rank : 0  train.loss : {:.6}",
+                1.0 / (i + 1) as f64 + 0.5
+            )
+            .unwrap();
+        }
+        fs::write(p, s).unwrap();
+    };
+    log(&cuda, true);
+    log(&sdaa, true);
+    let cmp = compare_files(&cuda, &sdaa, &Options::default()).unwrap();
+    let text = report::text(&cmp);
+    assert!(
+        text.contains("warning: the baseline is to be the CUDA run, but it is an SDAA run: its line 3 holds the Torch-SDAA banner"),
+        "{text}"
+    );
+    // The candidate's banner is what an SDAA run prints; a CUDA baseline without one is clean.
+    log(&cuda, false);
+    let cmp = compare_files(&cuda, &sdaa, &Options::default()).unwrap();
+    assert!(
+        !report::text(&cmp).contains("is an SDAA run"),
+        "{:?}",
+        cmp.verdict.warnings
+    );
+}
+
 /// A run_<model> JSON stream, as the engine writes it: the PARAMETER record, a loss per step,
 /// then the driver's TRAIN_END and FINISHED events. `extra` is added to PARAMETER.
 fn engine_log(path: &Path, steps: u64, scale: f64, batch: i64, extra: &[(&str, &str)]) {

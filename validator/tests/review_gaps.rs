@@ -251,3 +251,74 @@ fn commands_in_run_script_literals_are_checked() {
         r.findings
     );
 }
+
+/// Issue #41: a model filed under a category of another task (the public ModelZoo's
+/// distilbert and bisenetv1 under Classification, TinyLlama under Detection) is named; a
+/// directory of its category's task is not, even when its README mentions other tasks.
+#[test]
+fn a_model_filed_under_another_tasks_category_is_named() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let category = |dir: &std::path::Path| of(&check(dir), "zoo.category");
+
+    let d = model(root, "distilbert");
+    let f = category(&d);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].contains("filed under Classification, but its name `distilbert` is a DISTILBERT model: it is a language model")
+            && f[0].contains("move it to NLP/distilbert"),
+        "{f:?}"
+    );
+
+    // The run script's imports, whatever the directory's name.
+    let d = model(root, "m");
+    write(
+        &d.join("run_scripts/run_demo.py"),
+        "from argument import parse_args\nimport torch\nfrom transformers import AutoTokenizer, BertForMaskedLM\n",
+    );
+    let f = category(&d);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].contains("run_scripts/run_demo.py:3: ")
+            && f[0].contains("imports `BertForMaskedLM` from transformers: it is a language model"),
+        "{f:?}"
+    );
+
+    // A segmentation model under Classification, a language model under Detection (build-in).
+    let d = model(root, "bisenetv1");
+    assert!(category(&d)[0].contains("it is a segmentation model"));
+    let llama = root.join("PyTorch/build-in/Detection/TinyLlama");
+    write(
+        &llama.join("README.md"),
+        "# TinyLlama\nPretraining a 1.1B Llama.\n",
+    );
+    assert!(category(&llama)[0].contains("filed under Detection, but its name `TinyLlama`"));
+
+    // Right directories: a classifier whose README names downstream detection and segmentation
+    // and a tokenizer; models of their categories' tasks; a category of several tasks; a
+    // directory outside the ModelZoo layout.
+    let d = model(root, "Swin-Transformer");
+    write(
+        &d.join("README.md"),
+        common::readme(
+            "Swin-Transformer",
+            "Swin serves as a backbone for object detection (COCO mAP) and semantic segmentation.",
+        ),
+    );
+    write(
+        &d.join("tok.py"),
+        "from transformers import CLIPTokenizer\n",
+    );
+    assert_eq!(category(&d), Vec::<String>::new());
+    for dir in [
+        root.join("PyTorch/contrib/NLP/bert"),
+        root.join("PyTorch/contrib/Segmentation/BiseNetv2"),
+        root.join("PyTorch/contrib/Semantic_Segmentation/unet3d"),
+        root.join("PyTorch/build-in/Detection/yolov4"),
+        root.join("PyTorch/contrib/MultiModal/BLIP"),
+        root.join("models/Classification/bert"),
+    ] {
+        write(&dir.join("README.md"), "# model\n");
+        assert_eq!(category(&dir), Vec::<String>::new(), "{}", dir.display());
+    }
+}

@@ -195,12 +195,12 @@ pub fn verdict(rule: Rule, f: &Figures, mut warnings: Vec<String>) -> Verdict {
             (
                 by_rel || by_diff,
                 format!(
-                    "mean((c-b)/b) = {:.6e} {} {MODELZOO_LOSS_MEAN_REL}, mean(c-b) = {:.6e} {} {MODELZOO_LOSS_MEAN_DIFF} (passes when either holds; {} steps paired by position)",
+                    "mean((c-b)/b) = {:.6e} {} {MODELZOO_LOSS_MEAN_REL}, mean(c-b) = {:.6e} {} {MODELZOO_LOSS_MEAN_DIFF} (passes when either holds; {} paired by position)",
                     f.mean_rel_err_signed,
                     if by_rel { "≤" } else { ">" },
                     f.mean_diff_signed,
                     if by_diff { "≤" } else { ">" },
-                    f.steps_compared
+                    counted(f.steps_compared as u64, "step")
                 ),
             )
         }
@@ -215,6 +215,12 @@ pub fn verdict(rule: Rule, f: &Figures, mut warnings: Vec<String>) -> Verdict {
 }
 
 /// A fraction as a percentage with enough digits to see small errors.
+/// `1 step`, `2 steps`: a count with its noun in the right number (`noun` takes an `s`).
+pub fn counted(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 pub fn pct(x: f64) -> String {
     format!("{:.4}%", x * 100.0)
 }

@@ -1,6 +1,6 @@
 //! Whether ModelZoo's loss.py would read the two logs the way this comparison did.
 
-use super::{LossPyCheck, Options, Series, Verdict};
+use super::{counted, LossPyCheck, Options, Series, Verdict};
 use crate::losspy;
 
 /// Compare loss.py's reading of the logs with what this comparison's rule used, and say how
@@ -48,8 +48,8 @@ pub(super) fn losspy_check(
                 ));
             }
             parts.push(format!(
-                "loss.py's regex reads {} values of the {role} where this comparison reads {}{}",
-                e.len(),
+                "loss.py's regex reads {} of the {role} where this comparison reads {}{}",
+                counted(e.len() as u64, "value"),
                 ours.len(),
                 if why.is_empty() {
                     String::new()
@@ -87,8 +87,8 @@ pub(super) fn losspy_check(
             parts.push("loss.py itself would fail (the mean of no values is NaN)".into())
         }
         (None, Some(pass)) if pass != verdict.pass || !parts.is_empty() => parts.push(format!(
-            "loss.py would compare {} steps and {}: mean((c-b)/b) = {:.6e}, mean(c-b) = {:.6e}{}",
-            outcome.steps,
+            "loss.py would compare {} and {}: mean((c-b)/b) = {:.6e}, mean(c-b) = {:.6e}{}",
+            counted(outcome.steps as u64, "step"),
             if pass { "pass" } else { "fail" },
             outcome.mean_rel,
             outcome.mean_diff,

@@ -31,7 +31,9 @@ mod losspy_check;
 mod next_steps;
 mod noise;
 mod pairing;
+pub mod plot;
 mod read;
+pub mod report;
 mod runs;
 mod runs_report;
 mod stats;
@@ -48,11 +50,11 @@ use figures::gate_coverage;
 use losspy_check::losspy_check;
 use next_steps::next_steps;
 use noise::noise_floor;
-use pairing::{pair_by_key, pair_by_order};
+use pairing::{match_numbering, pair_by_key, pair_by_order, renumber_like_baseline};
 
 pub use detection::{is_map_metric, map_allowance, map_passes, MAP_ABS_FLOOR, MAP_REL_TOL};
 pub use facts::{lines as config_lines, run_config, same_value, FactDiff, RunConfig};
-pub use figures::{coverage_pct, figures, pct, verdict, Coverage};
+pub use figures::{counted, coverage_pct, figures, pct, verdict, Coverage};
 pub use glob::expand_glob;
 pub use read::{
     compare_files, is_training_loss, read_series, read_series_of_first, same_file, DEFAULT_METRIC,
@@ -595,6 +597,11 @@ pub fn compare_with_noise(
         }
         _ => options.align,
     };
+    // A log numbered by (epoch, iteration) and one by step alone: pair by the step.
+    let renumbered = (align == Align::Key)
+        .then(|| match_numbering(&mut baseline.steps, &mut candidate.steps))
+        .flatten();
+    warnings.extend(renumbered.iter().map(|r| r.note.clone()));
     let (pairs, only_b, only_c) = match align {
         Align::Order => pair_by_order(&baseline.steps, &candidate.steps),
         Align::Key => pair_by_key(&baseline.steps, &candidate.steps),
@@ -722,7 +729,8 @@ pub fn compare_with_noise(
     baseline.steps.clear();
     candidate.steps.clear();
     let noise = match noise {
-        Some(n) => {
+        Some(mut n) => {
+            renumber_like_baseline(&mut n.steps, renumbered.as_ref());
             let floor = noise_floor(&baseline.path, n, &pairs, align, options)?;
             verdict.warnings.extend(floor.1);
             let floor = floor.0;

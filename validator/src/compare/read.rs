@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::steps::Steps;
 use super::{compare_with_noise, CompareError, Comparison, Options, Rule, Series};
+use crate::devices::{first_evidence, Device};
 use crate::losspy;
 
 /// The default metric, and what it falls back to (in this order) when a log has none of it:
@@ -289,7 +290,8 @@ pub fn compare_files(
         })?;
         Ok(series)
     };
-    let (b, c, n) = std::thread::scope(|s| {
+    let (b, c, n, evidence) = std::thread::scope(|s| {
+        let evidence = s.spawn(|| first_evidence(baseline, Device::Cuda));
         let b = s.spawn(|| read(baseline, "baseline"));
         let n = options.noise.as_deref().map(|path| {
             (
@@ -307,13 +309,21 @@ pub fn compare_files(
             .join()
             .unwrap_or_else(|_| Err(panicked("baseline", baseline)));
         let n = n.map(|(path, h)| h.join().unwrap_or_else(|_| Err(panicked("noise", path))));
-        (b, c, n)
+        (b, c, n, evidence.join().ok().flatten())
     });
     let (b, c, n) = (b?, c?, n.transpose()?);
-    if b.named.is_empty() && c.named.is_empty() {
-        return compare_with_noise(b, c, n, options);
+    let mut cmp = if b.named.is_empty() && c.named.is_empty() {
+        compare_with_noise(b, c, n, options)?
+    } else {
+        each_named(b, c, n, options)?
+    };
+    // validate's logs.device rule, on the log that is to be the CUDA run.
+    if let Some((line, what)) = evidence {
+        cmp.verdict.warnings.push(format!(
+            "the baseline is to be the CUDA run, but it is an SDAA run: its line {line} holds {what} — this compares SDAA with SDAA, not SDAA against CUDA; give the log of a CUDA run as --baseline"
+        ));
     }
-    each_named(b, c, n, options)
+    Ok(cmp)
 }
 
 /// Logs whose losses are several named losses of one line (`Loss_D`, `Loss_G`): each is

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::runs::{RunsComparison, ALPHA};
-use super::{pct, CompareError, Rule, MODELZOO_LOSS_MEAN_REL};
+use super::{counted, pct, CompareError, Rule, MODELZOO_LOSS_MEAN_REL};
 
 pub(super) fn fmt_num(x: f64) -> String {
     if x.is_finite() && x != 0.0 && (x.abs() >= 1e5 || x.abs() < 1e-3) {
@@ -44,14 +44,14 @@ pub fn runs_text(r: &RunsComparison) -> String {
         for (i, run) in side.runs.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "  {role:<9} {:>2}  {:>14}  ({} values)  {}",
+                "  {role:<9} {:>2}  {:>14}  ({})  {}",
                 i + 1,
                 if run.finite {
                     fmt_num(run.final_value)
                 } else {
                     "NaN/inf".to_string()
                 },
-                run.values,
+                counted(run.values as u64, "value"),
                 run.path.display()
             );
         }
@@ -267,7 +267,7 @@ pub fn write_runs_report(
     std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create: {e}")))?;
     let mut written = Vec::new();
     for (i, cmp) in r.comparisons.iter().enumerate() {
-        written.extend(crate::report::write_report(
+        written.extend(super::report::write_report(
             &dir.join(format!("pair-{}", i + 1)),
             cmp,
             command,
@@ -278,7 +278,7 @@ pub fn write_runs_report(
         ("summary.json", runs_json(r, command)),
     ] {
         written.push(
-            crate::report::write_atomic(dir, name, body.as_bytes())
+            super::report::write_atomic(dir, name, body.as_bytes())
                 .map_err(|e| err(format!("cannot write {name}: {e}")))?,
         );
     }

@@ -127,13 +127,30 @@ impl Steps {
     }
 
     pub fn push(&mut self, epoch: Option<u64>, iteration: Option<u64>, val: Option<u64>, v: f64) {
-        let key = Key::new(epoch, iteration, val);
+        self.push_key(Key::new(epoch, iteration, val));
+        self.values.push(v);
+    }
+
+    fn push_key(&mut self, key: Key) {
         if self.last.is_some_and(|last| last > key.parts) {
             self.in_order = false;
         }
         self.last = Some(key.parts);
         self.keys.push(key);
-        self.values.push(v);
+    }
+
+    /// Number the steps again: without their epochs (`drop_epoch`) and with `shift` added to
+    /// every iteration; the values stay where they are (only the runs of keys are rebuilt).
+    pub(super) fn renumber(&mut self, drop_epoch: bool, shift: i64) {
+        let old = std::mem::take(&mut self.keys);
+        (self.in_order, self.last) = (true, None);
+        for key in old.iter() {
+            self.push_key(Key::new(
+                key.epoch().filter(|_| !drop_epoch),
+                key.iteration().map(|i| i.saturating_add_signed(shift)),
+                key.val_iteration(),
+            ));
+        }
     }
 
     pub fn len(&self) -> usize {

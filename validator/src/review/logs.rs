@@ -18,6 +18,7 @@ use super::commands::{Commands, Source};
 use super::files::{for_each_line, line_of, read_text, same_bytes};
 use super::Context;
 use crate::compare::{read_series_of_first, DEFAULT_METRIC, METRIC_FALLBACKS};
+use crate::devices::{device_of, wrong_device_evidence, Device};
 use crate::finding::{Finding, LossPair, PairSource};
 use crate::losspy;
 
@@ -44,61 +45,6 @@ impl LossPair {
     }
 }
 
-/// Which device a log's name says: `cuda.log`, `cuda_loss.log`, `gpu.log` → CUDA; `sdaa.log`,
-/// `sdaa_loss.log` → SDAA.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Device {
-    Cuda,
-    Sdaa,
-}
-
-fn device_of(name: &str) -> Option<Device> {
-    let stem = name.rsplit_once('.').map(|(s, _)| s).unwrap_or(name);
-    let tokens = name_words(stem);
-    let has = |words: &[&str]| {
-        tokens
-            .iter()
-            .any(|t| words.iter().any(|w| t.starts_with(w)))
-    };
-    let cuda = has(&["cuda", "gpu", "a100", "a800", "v100", "h100", "nvidia"]);
-    let sdaa = has(&["sdaa", "teco"]);
-    match (cuda, sdaa) {
-        (true, false) => Some(Device::Cuda),
-        (false, true) => Some(Device::Sdaa),
-        _ => None,
-    }
-}
-
-/// The words of a file name, lowercased: split at every character that is not a letter or
-/// digit and where a lowercase letter or digit meets an uppercase one, so the build-in models'
-/// `rexnetCifar100Cuda` reads `rexnet`, `cifar100`, `cuda` (an all-caps `SDAA` stays one word).
-fn name_words(stem: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut prev: Option<char> = None;
-    for c in stem.chars() {
-        if !c.is_ascii_alphanumeric() {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            prev = None;
-            continue;
-        }
-        if c.is_ascii_uppercase()
-            && prev.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit())
-            && !word.is_empty()
-        {
-            words.push(std::mem::take(&mut word));
-        }
-        word.push(c.to_ascii_lowercase());
-        prev = Some(c);
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
-}
-
 /// A log the rules look at: a `.log` file, or a `.txt` whose name says its device, or a loss
 /// file in JSON whose name says its device (`resnet_cuda_loss.json`).
 fn is_log(name: &str) -> bool {
@@ -112,45 +58,6 @@ fn is_log(name: &str) -> bool {
 /// marks a directory as a model's when `--all` walks a tree.
 pub(crate) fn is_device_log(name: &str) -> bool {
     is_log(name) && device_of(name).is_some()
-}
-
-/// Evidence in a log's text that it ran on another device than its name says.
-fn wrong_device_evidence(dev: Device, line: &str) -> Option<&'static str> {
-    static SDAA: OnceLock<[(Regex, &'static str); 4]> = OnceLock::new();
-    static OTHER: OnceLock<[(Regex, &'static str); 3]> = OnceLock::new();
-    let re = |s: &str| Regex::new(s).expect("valid regex");
-    match dev {
-        Device::Cuda => {
-            let pats = SDAA.get_or_init(|| {
-                [
-                    (re(r"^\s*Torch-SDAA\s+\|"), "the Torch-SDAA banner"),
-                    (re(r#"--device[ =]+['"]?sdaa\b"#), "`--device sdaa`"),
-                    (
-                        re(r#"(?i)\bdevice['"]?\s*[:=]\s*['"]?sdaa\b"#),
-                        "a device of sdaa",
-                    ),
-                    (re(r"\bsdaa:\d+\b"), "an sdaa:N device"),
-                ]
-            });
-            pats.iter().find(|(r, _)| r.is_match(line)).map(|(_, w)| *w)
-        }
-        Device::Sdaa => {
-            let pats = OTHER.get_or_init(|| {
-                [
-                    (
-                        re(r#"--device[ =]+['"]?(cuda|cpu|gpu)\b"#),
-                        "`--device cuda|cpu`",
-                    ),
-                    (
-                        re(r#"(?i)\bdevice['"]?\s*[:=]\s*['"]?cpu\b"#),
-                        "a device of cpu (the run was on the CPU)",
-                    ),
-                    (re(r"NVIDIA-SMI \d"), "the nvidia-smi banner"),
-                ]
-            });
-            pats.iter().find(|(r, _)| r.is_match(line)).map(|(_, w)| *w)
-        }
-    }
 }
 
 /// The figures a text quotes (loss.py's printout): each with its line and the text as written.
@@ -668,18 +575,7 @@ mod tests {
     }
 
     #[test]
-    fn device_names() {
-        assert_eq!(device_of("cuda.log"), Some(Device::Cuda));
-        assert_eq!(device_of("sdaa_loss.log"), Some(Device::Sdaa));
-        assert_eq!(device_of("gpu0.log"), Some(Device::Cuda));
-        assert_eq!(device_of("train.log"), None);
-        assert_eq!(device_of("cuda_vs_sdaa.log"), None);
-        // The build-in models' camel-case names (issue #41).
-        assert_eq!(device_of("rexnetCifar100Cuda.log"), Some(Device::Cuda));
-        assert_eq!(device_of("selectslsSdaa.log"), Some(Device::Sdaa));
-        assert_eq!(device_of("trainGPU.log"), Some(Device::Cuda));
-        assert_eq!(device_of("SDAA.log"), Some(Device::Sdaa));
-        assert_eq!(device_of("rexnetcifar100cuda.log"), None);
+    fn device_logs() {
         assert!(is_log("resnet_cuda_loss.json") && !is_log("cuda_config.json"));
         assert!(is_device_log("rexnetCifar100Sdaa.log") && !is_device_log("train.log"));
     }

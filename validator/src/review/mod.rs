@@ -12,6 +12,7 @@
 //! directory's listing capped, no symlink followed.
 
 mod cards;
+mod category;
 mod commands;
 mod constant;
 mod docker;
@@ -142,6 +143,7 @@ pub(crate) fn check_model_dir(dir: &Path, out: &mut Vec<Finding>) -> Vec<LossPai
     requirements::check(&ctx, out);
     constant::check(&ctx, out);
     docker::check(&ctx, out);
+    category::check(&ctx, out);
     let mut pairs = logs::check(&ctx, &cmds, out);
     for p in &mut pairs {
         p.source = match &p.source {

@@ -9,9 +9,9 @@ use std::path::Path;
 use modelzoo_support::markdown as md;
 use plotters::prelude::*;
 
+use crate::compare::plot::{YAxis, MAX_PLOT_POINTS};
 use crate::finding::{DirReport, LossPair, PairSource};
 use crate::render::{location, summarize};
-use crate::report::{YAxis, MAX_PLOT_POINTS};
 use crate::rules::Severity;
 
 /// Reports in reading order: the worst severity first, then more violations first, then path.
@@ -361,8 +361,8 @@ pub fn write(
 
 #[cfg(test)]
 mod tests {
+    use crate::compare::plot::tests::{tcap_log, within, EXTREMES};
     use crate::finding::{LossPair, PairSource};
-    use crate::report::tests::{tcap_log, within, EXTREMES};
     use std::time::Duration;
 
     /// Issue #38 C10: `validate --md` drawing the loss curves of logs whose values span
