@@ -176,19 +176,7 @@ pub(crate) fn judge_across_runs(
             }
         }
     }
-    let spread0 = more.comparisons.iter().all(|r| {
-        r.baseline.spread.max == r.baseline.spread.min
-            && r.candidate.spread.max == r.candidate.spread.min
-    });
-    more.note = if spread0 {
-        format!(
-            "the {n} runs of each side are the same command in fresh copies; they computed the same final loss (spread 0): the command seeds itself, so repeating it measured no run-to-run noise"
-        )
-    } else {
-        format!(
-            "the {n} runs of each side are the same command in fresh copies; their final losses spread (see the table): that spread is the run-to-run noise the test weighs"
-        )
-    };
+    more.note = runs_note(n, &more.comparisons);
     let step_rule = saved.is_some_and(|s| s.rule.name == "step-by-step");
     let failing = more.comparisons.iter().find(|r| !r.pass);
     let lines = more
@@ -254,6 +242,24 @@ pub(crate) fn judge_across_runs(
     };
     port.across_runs = Some(more);
     Ok(verdict)
+}
+
+/// How the runs differ, in words: never by more than being run again, so a spread of 0 on
+/// both sides is said as what it is — no noise was measured — rather than as a measured one.
+fn runs_note(n: usize, comparisons: &[RunsComparison]) -> String {
+    let spread0 = comparisons.iter().all(|r| {
+        r.baseline.spread.max == r.baseline.spread.min
+            && r.candidate.spread.max == r.candidate.spread.min
+    });
+    if spread0 {
+        format!(
+            "the {n} runs of each side are the same command in fresh copies; they computed the same final loss (spread 0): the command seeds itself, so repeating it measured no run-to-run noise"
+        )
+    } else {
+        format!(
+            "the {n} runs of each side are the same command in fresh copies; their final losses spread (see the table): that spread is the run-to-run noise the test weighs"
+        )
+    }
 }
 
 /// The 1% rule's words on the first pair, from the judge's comparison.
@@ -322,4 +328,41 @@ fn usable(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs that computed the same losses are said to have measured no noise; runs that differ,
+    /// that their spread is the noise weighed.
+    #[test]
+    fn identical_runs_say_no_noise_was_measured() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = |name: &str, last: &str| {
+            let p = tmp.path().join(name);
+            std::fs::write(&p, format!("step 0 loss 2.0\nstep 1 loss {last}\n")).unwrap();
+            p
+        };
+        let options = compare::Options {
+            metric: "loss".into(),
+            metric_fallback: false,
+            ..compare::Options::default()
+        };
+        let same = [log("b1", "1.5"), log("b2", "1.5")];
+        let cand = [log("c1", "1.5"), log("c2", "1.5")];
+        let r = compare_runs(&same, &cand, &options, None).unwrap();
+        let note = runs_note(2, &[r]);
+        assert!(
+            note.contains("spread 0") && note.contains("measured no run-to-run noise"),
+            "{note}"
+        );
+        let other = [log("c3", "1.5"), log("c4", "1.52")];
+        let r = compare_runs(&same, &other, &options, None).unwrap();
+        let note = runs_note(2, &[r]);
+        assert!(
+            note.contains("the run-to-run noise the test weighs") && !note.contains("spread 0"),
+            "{note}"
+        );
+    }
 }
