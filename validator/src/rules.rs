@@ -132,6 +132,11 @@ pub const LAYOUT_RULES: &[Rule] = &[
 /// The review rules, in the order they are checked.
 pub const REVIEW_RULES: &[Rule] = &[
     Rule {
+        id: "args.case-params",
+        severity: Severity::Error,
+        description: "every param of a ModelZoo case (training or TecoInference stage), passed as --<name> <value>, is an option the run file's argparse parser accepts (exactly, or as argparse's unique prefix); the parser is read statically from the run file and the local modules it imports (argument.py), and nothing is said when it cannot be (computed option names, parse_known_args, another argument library)",
+    },
+    Rule {
         id: "imports.local",
         severity: Severity::Error,
         description: "every module a Python file imports resolves: relative imports to a file or package in the directory, other names to one in the directory, the standard library, a requirements file, a pip/mim install the README or a script runs, or a package the SDAA environment or the ModelZoo's usual stacks provide",
@@ -230,11 +235,6 @@ pub const REVIEW_RULES: &[Rule] = &[
         id: "docker.file",
         severity: Severity::Warning,
         description: "a Dockerfile's COPY/ADD sources exist beside it or in the model directory, and its last instruction is not a second FROM (the image would be the bare base)",
-    },
-    Rule {
-        id: "zoo.category",
-        severity: Severity::Warning,
-        description: "a model directory under PyTorch/{contrib,build-in}/<Category>/ (Classification, Detection, Segmentation, NLP) is of that category's task: its name, its README's title or its run scripts' imports do not name another task's model family (BERT/GPT/LLaMA, transformers' language-model heads; YOLO/RetinaNet, mmdet; UNet/DeepLab/SegFormer, mmseg)",
     },
     Rule {
         id: "zoo.adaptation-marker",

@@ -180,7 +180,7 @@ impl Validator {
             }
         }
         let cases = zoo_cases::ZooCases::inspect_text(&text, file);
-        let findings = cases
+        let mut findings: Vec<Finding> = cases
             .violations
             .iter()
             .map(|v| Finding {
@@ -193,6 +193,9 @@ impl Validator {
                 },
             })
             .collect();
+        if self.review {
+            crate::review::check_case_file(&cases, file, &mut findings);
+        }
         Ok(DirReport {
             dir: file.to_path_buf(),
             kind: ModelKind::ZooCases,
@@ -220,7 +223,7 @@ impl Validator {
             }
         }
         let mut reports = Vec::new();
-        if let Some(file) = case_file_in(root)? {
+        for file in case_files_in(root)? {
             reports.push(self.check_cases(&file)?);
         }
         let mut walk = walkdir::WalkDir::new(root)
@@ -360,17 +363,25 @@ fn under_index_root(dir: &Path, model_yaml: &Path) -> PathBuf {
 /// `model-yaml.entry`, not a case file). One that cannot be read — a FIFO included, refused
 /// without blocking — is an error naming it, never skipped.
 fn case_file_in(dir: &Path) -> Result<Option<PathBuf>, LayoutError> {
-    let Some(file) = zoo_cases::case_file_of(dir) else {
-        return Ok(None);
-    };
-    let text =
-        model_config::files::read_to_string_at_most(&file, MAX_INDEX_BYTES).map_err(|error| {
-            LayoutError::Io {
+    Ok(case_files_in(dir)?.into_iter().next())
+}
+
+/// Every ModelZoo case file of a zoo root, as [`case_file_in`]: the training one
+/// (`PyTorch/contrib/…`), then TecoInference's (`TecoInference/contrib/model_config/model.yaml`).
+fn case_files_in(dir: &Path) -> Result<Vec<PathBuf>, LayoutError> {
+    let mut out = Vec::new();
+    for file in zoo_cases::case_files_of(dir) {
+        let text = model_config::files::read_to_string_at_most(&file, MAX_INDEX_BYTES).map_err(
+            |error| LayoutError::Io {
                 path: file.clone(),
                 error,
-            }
-        })?;
-    Ok((zoo_cases::detect(&text) == Ok(IndexFormat::ZooCases)).then_some(file))
+            },
+        )?;
+        if zoo_cases::detect(&text) == Ok(IndexFormat::ZooCases) {
+            out.push(file);
+        }
+    }
+    Ok(out)
 }
 
 /// What an ancestor directory holds as `model_config/model.yaml`.

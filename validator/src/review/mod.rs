@@ -11,8 +11,9 @@
 //! Every rule reads with bounds ([`files`]): text files up to 4 MiB, logs streamed, a model
 //! directory's listing capped, no symlink followed.
 
+mod argparse;
 mod cards;
-mod category;
+mod case_params;
 mod commands;
 mod constant;
 mod docker;
@@ -143,7 +144,6 @@ pub(crate) fn check_model_dir(dir: &Path, out: &mut Vec<Finding>) -> Vec<LossPai
     requirements::check(&ctx, out);
     constant::check(&ctx, out);
     docker::check(&ctx, out);
-    category::check(&ctx, out);
     let mut pairs = logs::check(&ctx, &cmds, out);
     for p in &mut pairs {
         p.source = match &p.source {
@@ -158,6 +158,12 @@ pub(crate) fn check_model_dir(dir: &Path, out: &mut Vec<Finding>) -> Vec<LossPai
     }
     zoo::check_dir(&ctx, out);
     pairs
+}
+
+/// The review's rule on a ModelZoo case file (args.case-params): every case's params against
+/// its run file's own argparse parser. `file` is named in the findings as given.
+pub(crate) fn check_case_file(cases: &model_config::ZooCases, file: &Path, out: &mut Vec<Finding>) {
+    case_params::check(cases, file, out);
 }
 
 /// The zoo-wide rules over the model directories `--all` found (near-duplicate names).

@@ -22,7 +22,7 @@ const TOP_NAMES: &[&str] = &["README.md", "requirements.txt", "run_scripts"];
 const RUN_SCRIPTS_NAMES: &[&str] = &["README.md", "argument.py", "formate_cmd.py", "test.sh"];
 
 /// Damerau–Levenshtein distance (optimal string alignment), on chars.
-fn distance(a: &str, b: &str) -> usize {
+pub(super) fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
