@@ -237,6 +237,11 @@ pub const REVIEW_RULES: &[Rule] = &[
         description: "a Dockerfile's COPY/ADD sources exist beside it or in the model directory, and its last instruction is not a second FROM (the image would be the bare base)",
     },
     Rule {
+        id: "zoo.category",
+        severity: Severity::Warning,
+        description: "a model directory under PyTorch/{contrib,build-in}/<Category>/ (Classification, Detection, Segmentation, NLP) is of that category's task: its name, its README's title or its run scripts' imports do not name another task's model family (BERT/GPT/LLaMA, transformers' language-model heads; YOLO/RetinaNet, mmdet; UNet/DeepLab/SegFormer, mmseg)",
+    },
+    Rule {
         id: "zoo.adaptation-marker",
         severity: Severity::Warning,
         description: "a source file under a third-party copyright notice that was changed for SDAA (it uses torch_sdaa, sdaa or tcap_dllogger) carries the PR rules' marker `Adapted to tecorigin hardware`",

@@ -14,6 +14,7 @@
 mod argparse;
 mod cards;
 mod case_params;
+mod category;
 mod commands;
 mod constant;
 mod docker;
@@ -144,6 +145,7 @@ pub(crate) fn check_model_dir(dir: &Path, out: &mut Vec<Finding>) -> Vec<LossPai
     requirements::check(&ctx, out);
     constant::check(&ctx, out);
     docker::check(&ctx, out);
+    category::check(&ctx, out);
     let mut pairs = logs::check(&ctx, &cmds, out);
     for p in &mut pairs {
         p.source = match &p.source {
