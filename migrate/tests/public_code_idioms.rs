@@ -576,3 +576,29 @@ fn torch_cuda_nccl_is_kept_and_reported() {
     );
     assert_eq!(rules(&out), vec![(2, "torch-cuda-unsupported")]);
 }
+
+// ---- "cuda" as a directory name -------------------------------------------------------------
+
+#[test]
+fn a_cuda_directory_in_a_path_call_is_not_a_device() {
+    // Deformable-DETR's models/ops/setup.py globs its kernels from src/cuda/: a path, kept;
+    // a device string on the same line or the next is still rewritten.
+    let src = "import glob, os\nimport torch\n\
+               cu = glob.glob(os.path.join(src_dir, \"cuda\", \"*.cu\"))\n\
+               more = glob.glob(f\"{src_dir}/x\") + sorted(Path(root, 'cuda').glob('*.cuh'))\n\
+               d = torch.device(\"cuda\"); x = y.to('cuda', non_blocking=os.path.exists(p))\n";
+    let out = py(src);
+    assert!(
+        out.text
+            .contains("os.path.join(src_dir, \"cuda\", \"*.cu\")"),
+        "{}",
+        out.text
+    );
+    assert!(out.text.contains("Path(root, 'cuda')"), "{}", out.text);
+    assert!(
+        out.text
+            .contains("d = torch.device(\"sdaa\"); x = y.to('sdaa', non_blocking"),
+        "{}",
+        out.text
+    );
+}

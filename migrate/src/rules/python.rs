@@ -214,7 +214,7 @@ fn string_hits(text: &str, lexed: &pysrc::Lexed) -> Vec<(usize, Hit)> {
             continue;
         };
         let base = s.value.start;
-        if p.device_value.is_match(value) {
+        if p.device_value.is_match(value) && !path_argument(&lexed.code, base) {
             at(&mut hits, base, &|r| Hit::Edit {
                 range: r..r + 4,
                 with: "sdaa",
@@ -248,6 +248,33 @@ fn string_hits(text: &str, lexed: &pysrc::Lexed) -> Vec<(usize, Hit)> {
     // Literals come in order; hits inside one multi-line literal stay in order too.
     hits.sort_by_key(|(line, _)| *line);
     hits
+}
+
+/// Whether the string literal whose value starts at byte `at` of the code view is an argument
+/// of a path call — `os.path.join(src, "cuda", "*.cu")`, `glob.glob(...)`, `Path(...)`: a
+/// directory named `cuda` (an extension's CUDA sources, Deformable-DETR's setup.py), never a
+/// device. Looks back at most 4 KiB for the call's opening bracket.
+fn path_argument(code: &str, at: usize) -> bool {
+    let from = at.saturating_sub(4096);
+    let Some(before) = code.get(from..at) else {
+        return false;
+    };
+    let mut depth = 0usize;
+    for (i, c) in before.char_indices().rev() {
+        match c {
+            ')' | ']' | '}' => depth += 1,
+            '(' | '[' | '{' if depth > 0 => depth -= 1,
+            '(' => {
+                let callee = before[..i].trim_end();
+                return ["path.join", "glob", "iglob", "Path", "PurePath"]
+                    .iter()
+                    .any(|f| callee.ends_with(f));
+            }
+            '[' | '{' => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Replaces each match of `re` in the code view `code` — and the same bytes of `line`, which
