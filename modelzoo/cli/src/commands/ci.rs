@@ -203,6 +203,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     print!("{}", modelzoo_ci::render_table(&results));
+    if modelzoo_ci::repeat::asked(&opts) {
+        // Across runs, a passing log stage carries the comparison's figures: show them too.
+        for r in results
+            .iter()
+            .filter(|r| matches!(r.log, modelzoo_ci::Stage::Pass(_)))
+        {
+            if !r.log.detail().is_empty() {
+                println!("{} across runs: {}", r.name, r.log.detail());
+            }
+        }
+    }
     if let Some(path) = &args.junit {
         modelzoo_ci::write_report(path, &modelzoo_ci::render_junit(&results), &inputs)?;
     }
