@@ -700,3 +700,51 @@ fn a_case_file_linking_out_of_the_zoo_or_not_yaml_is_exit_2() {
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// `--runs` / `--baseline-device` that cannot be honoured are exit 2 before anything runs: a
+/// case file (its cases run once, as the ModelZoo's check runs them), a baseline device that is
+/// `--device` itself, `--runs 0`.
+#[test]
+fn runs_and_baseline_device_that_cannot_apply_are_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("zoo");
+    std::fs::create_dir_all(root.join("PyTorch/contrib/Classification/Demo/run_scripts")).unwrap();
+    std::fs::write(
+        root.join("PyTorch/contrib/Classification/Demo/run_scripts/run_demo.py"),
+        "print('ran')\n",
+    )
+    .unwrap();
+    let file = root.join("PyTorch/contrib/model_config/model.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "- case_name: octocat\n  desc:\n    run_dir: PyTorch/contrib/Classification/Demo\n    run_file: run_scripts/run_demo.py\n  params:\n    nnodes: 1\n    nproc_per_node: 1\n    batch_size: 8\n    model_name: demo\n    dataset_path: /data\n    step: 10\n    epoch: 1\n    lr: 0.1\n    device: sdaa\n    autocast: True\n").unwrap();
+    let work = tmp.path().join("work");
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        s(&file),
+        "--runs",
+        "3",
+        "--work-dir",
+        s(&work),
+    ]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("ModelZoo case file"), "{stderr}");
+    zoo(tmp.path());
+    let yaml = tmp.path().join("model_config/model.yaml");
+    let (code, stdout, stderr) = modelzoo(&[
+        "ci",
+        "--model-yaml",
+        s(&yaml),
+        "--device",
+        "cpu",
+        "--baseline-device",
+        "cpu",
+        "--work-dir",
+        s(&work),
+    ]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("is --device itself"), "{stderr}");
+    let (code, _, stderr) = modelzoo(&["ci", "--model-yaml", s(&yaml), "--runs", "0"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(!work.exists());
+}
