@@ -265,7 +265,7 @@ fn a_model_filed_under_another_tasks_category_is_named() {
     let f = category(&d);
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(
-        f[0].contains("filed under Classification, but its name `distilbert` is a DISTILBERT model: it is a language model")
+        f[0].contains("filed under Classification, but its name `distilbert` names the `distilbert` family: it is a language model")
             && f[0].contains("move it to NLP/distilbert"),
         "{f:?}"
     );
@@ -286,7 +286,8 @@ fn a_model_filed_under_another_tasks_category_is_named() {
 
     // A segmentation model under Classification, a language model under Detection (build-in).
     let d = model(root, "bisenetv1");
-    assert!(category(&d)[0].contains("it is a segmentation model"));
+    assert!(category(&d)[0]
+        .contains("`bisenetv1` names the `bisenet` family: it is a segmentation model"));
     let llama = root.join("PyTorch/build-in/Detection/TinyLlama");
     write(
         &llama.join("README.md"),

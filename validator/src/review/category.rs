@@ -61,7 +61,7 @@ fn task_of_category(name: &str) -> Option<Task> {
 }
 
 /// Model families that belong to one task: a name word equal to one, or one followed by a
-/// version (`yolov4`, `gpt2`, `llama3`, `bisenetv1`, `unet3d`). Families shared by tasks
+/// version (`yolov4`, `gpt2`, `llama3`, `bisenetv1`, `deeplabv3`, `unet3d`). Families shared by tasks
 /// (Mask R-CNN, MaskFormer, DETR's panoptic head, backbones) are left out.
 const FAMILIES: &[(Task, &[&str])] = &[
     (
@@ -92,7 +92,6 @@ const FAMILIES: &[(Task, &[&str])] = &[
         Task::Detection,
         &[
             "yolo",
-            "yolov",
             "yolox",
             "yolof",
             "yoloe",
@@ -109,12 +108,10 @@ const FAMILIES: &[(Task, &[&str])] = &[
         &[
             "unet",
             "deeplab",
-            "deeplabv",
             "pspnet",
             "segformer",
             "segnet",
             "bisenet",
-            "bisenetv",
             "fastfcn",
             "danet",
             "encnet",
@@ -132,7 +129,8 @@ fn family_of(word: &str) -> Option<(Task, &'static str)> {
             .iter()
             .find(|f| {
                 word.strip_prefix(**f).is_some_and(|rest| {
-                    rest.is_empty() || rest.bytes().all(|b| b.is_ascii_digit() || b == b'd')
+                    let version = rest.strip_prefix('v').unwrap_or(rest);
+                    version.bytes().all(|b| b.is_ascii_digit() || b == b'd')
                 })
             })
             .map(|f| (*task, *f))
@@ -235,7 +233,7 @@ pub(super) fn check(ctx: &Context, out: &mut Vec<Finding>) {
                 ctx.dir.clone(),
                 None,
                 task,
-                format!("its name `{model}` is a {} model", f.to_uppercase()),
+                format!("its name `{model}` names the `{f}` family"),
             )
         });
     if hit.is_none() {
@@ -249,7 +247,7 @@ pub(super) fn check(ctx: &Context, out: &mut Vec<Finding>) {
                             path.clone(),
                             Some(line),
                             task,
-                            format!("the README's title names a {} model", f.to_uppercase()),
+                            format!("the README's title names the `{f}` family"),
                         )
                     })
             });
@@ -303,6 +301,11 @@ mod tests {
         );
         assert_eq!(family_of("unet3d").map(|f| f.0), Some(Task::Segmentation));
         assert_eq!(family_of("gpt2").map(|f| f.0), Some(Task::Language));
+        assert_eq!(
+            family_of("deeplabv3"),
+            Some((Task::Segmentation, "deeplab"))
+        );
+        assert_eq!(family_of("yolox"), Some((Task::Detection, "yolox")));
         // Words that only start like a family are not one.
         assert_eq!(family_of("bertha"), None);
         assert_eq!(family_of("gptq_tools"), None);
