@@ -36,7 +36,7 @@ impl ModelIndex {
         {
             case_entries(&text, path).ok_or_else(|| {
                 broken(zoo_cases::yaml_error(&text).unwrap_or_else(|| {
-                    "no case lists a `desc.run_dir` or `params.model_name`".into()
+                    "no case lists a `desc.run_dir`, `run_dir` or `params.model_name`".into()
                 }))
             })?
         } else {
@@ -112,9 +112,10 @@ fn lenient_entries(text: &str, path: &Path) -> Option<(Vec<String>, Vec<PathBuf>
     (!names.is_empty()).then_some((names, dirs))
 }
 
-/// `params.model_name` and `<zoo root>/<desc.run_dir>` of each case of a ModelZoo case file,
-/// read leniently (a case that breaks a `zoo-case.*` rule still names its model: that rule is
-/// reported on the case file itself, not as a missing entry here).
+/// `params.model_name` and `<zoo root>/<desc.run_dir>` (a TecoInference case's top-level
+/// `run_dir`) of each case of a ModelZoo case file, read leniently (a case that breaks a
+/// `zoo-case.*` rule still names its model: that rule is reported on the case file itself, not
+/// as a missing entry here).
 fn case_entries(text: &str, path: &Path) -> Option<(Vec<String>, Vec<PathBuf>)> {
     let value: serde_yaml::Value = model_config::yaml::from_str(text).ok()?;
     let root = zoo_cases::zoo_root(path);
@@ -124,9 +125,11 @@ fn case_entries(text: &str, path: &Path) -> Option<(Vec<String>, Vec<PathBuf>)> 
             .get("params")
             .and_then(|p| p.get("model_name"))
             .and_then(|v| v.as_str());
+        // A training case's `desc.run_dir`; a TecoInference case's `run_dir` is at its top.
         let run_dir = case
             .get("desc")
             .and_then(|d| d.get("run_dir"))
+            .or_else(|| case.get("run_dir"))
             .and_then(|v| v.as_str());
         if name.is_none() && run_dir.is_none() {
             continue;

@@ -193,6 +193,23 @@ mod tests {
         );
     }
 
+    /// A TecoInference model directory's index is the TecoInference case file: it lists the
+    /// directory by its top-level `run_dir` (it used to be "not a usable model.yaml: no case
+    /// lists a `desc.run_dir`", a model-yaml.entry error on every inference model).
+    #[test]
+    fn a_teco_inference_model_dir_is_listed_by_its_case_file() {
+        let mut v = Validator::new(&Options::default()).unwrap();
+        let report = v
+            .check_path(&zoo().join("TecoInference/contrib/detection/tinydet"))
+            .unwrap();
+        let entry: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == "model-yaml.entry")
+            .collect();
+        assert!(entry.is_empty(), "{entry:#?}");
+    }
+
     #[test]
     fn a_zoo_root_has_both_case_files_checked() {
         let mut v = Validator::new(&Options::default())
