@@ -14,7 +14,7 @@
 //!   unjudgeable with one run): the test across the runs, by the 1% rule.
 
 use super::judge::{judge_candidate_ran, run_and_judge_candidate};
-use super::runs::{backward_log, read_inventory, run_side};
+use super::runs::{backward_log, read_inventory, run_side, OpPrecision};
 use super::*;
 use validator::compare::{compare_runs, verdict_line, RunsComparison};
 
@@ -63,7 +63,7 @@ pub(crate) fn judge_across_runs(
         Some(saved) => run_and_judge_candidate(port, ctx, saved, Some(scan), cancel)?,
         None => {
             let started = SystemTime::now() - Duration::from_secs(2);
-            let run = run_side(ctx, Side::Candidate, "candidate", cancel)?;
+            let run = run_side(ctx, Side::Candidate, "candidate", OpPrecision::AsCalled, cancel)?;
             port.inventory = read_inventory(&ctx.work.join("inventory"), started);
             port.candidate = Some(run);
             if let Some(v) = judge_candidate_ran(port, Some(scan)) {
@@ -92,7 +92,7 @@ pub(crate) fn judge_across_runs(
     let ran = 1 + usize::from(port.baseline_second.is_some());
     for k in ran + 1..=n {
         let label = format!("baseline-{k}");
-        let mut run = run_side(ctx, Side::Baseline, &label, cancel)?;
+        let mut run = run_side(ctx, Side::Baseline, &label, OpPrecision::AsCalled, cancel)?;
         if let Err((verdict, why)) = usable(&mut run, &ctx.work, &label, backward, &metrics) {
             port.summary =
                 format!("the original's run {k} of {n} {why}; the port was not judged across runs");
@@ -111,7 +111,7 @@ pub(crate) fn judge_across_runs(
     for k in 2..=n {
         let label = format!("candidate-{k}");
         let started = SystemTime::now() - Duration::from_secs(2);
-        let run = run_side(ctx, Side::Candidate, &label, cancel)?;
+        let run = run_side(ctx, Side::Candidate, &label, OpPrecision::AsCalled, cancel)?;
         port.inventory = read_inventory(&ctx.work.join("inventory"), started);
         port.candidate = Some(run);
         let failed = judge_candidate_ran(port, Some(scan));

@@ -74,6 +74,17 @@ pub(crate) fn find_loss(
     })
 }
 
+/// How a run computes the ops that `--op` routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpPrecision {
+    /// In the caller's dtype: every run but one.
+    AsCalled,
+    /// In float64: the original's second run under the step rule, whose distance from the
+    /// first then includes the rounding of the op that the port replaces (ops.rs,
+    /// `OpRouting::env`).
+    Float64,
+}
+
 /// Runs the command once, in a fresh copy under the work directory: the original's copy is
 /// made from SRC, the candidate's from the port directory. Its output goes to
 /// `<work>/<label>.log`.
@@ -81,6 +92,7 @@ pub(crate) fn run_side(
     ctx: &Ctx,
     side: Side,
     label: &str,
+    ops: OpPrecision,
     cancel: &AtomicBool,
 ) -> Result<Run, PortError> {
     let device = match (side, ctx.baseline_device) {
@@ -149,10 +161,11 @@ pub(crate) fn run_side(
         }
     }
     let ops_record = ctx.work.join("ops").join(label);
-    // The original's second run computes its routed ops in float64 (ops.rs, OpRouting::env).
-    let routed = ctx
-        .routing
-        .env(side == Side::Baseline, &ops_record, label == "baseline-2");
+    let routed = ctx.routing.env(
+        side == Side::Baseline,
+        &ops_record,
+        ops == OpPrecision::Float64,
+    );
     if !routed.is_empty() {
         fresh_dir(&ops_record)?;
         env.extend(routed);
