@@ -7,7 +7,7 @@ use serde_yaml::Value;
 pub enum IndexFormat {
     /// This repository's: a mapping with `models:` ([`crate::ModelYaml`]); also an empty file.
     ModelYaml,
-    /// The public ModelZoo's: a list of mappings with `case_name` ([`ZooCases`]).
+    /// The public ModelZoo's: a list of mappings with `case_name` ([`ZooCases`](super::ZooCases)).
     ZooCases,
 }
 

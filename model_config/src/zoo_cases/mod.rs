@@ -22,15 +22,15 @@
 //! ```
 //!
 //! This repository's own model.yaml (a mapping with `models:`, [`crate::model_yaml`]) is a
-//! different schema; [`detect`] tells the two apart by their shape. [`ZooCases::inspect`]
+//! different schema; `detect` tells the two apart by their shape. [`ZooCases::inspect`]
 //! checks every rule and collects what is wrong (each with its line, the rule id and what to
 //! do), so `modelzoo validate` reports all of it at once; [`ZooCases::load`] refuses a file
 //! with any violation, for `modelzoo ci`.
 //!
-//! The module is split by concern: [`schema`] (the keys, rules and the types a case is read
-//! into), [`detect`] (which model.yaml schema a text is in), [`raw`] (serde's view of a case),
-//! [`locate`] (the line of a key), [`check`] (the rules on one training case), [`inference`]
-//! (the TecoInference schema and its rules) and [`cases`] (the file: inspect, load, the zoo
+//! The module is split by concern: `schema` (the keys, rules and the types a case is read
+//! into), `detect` (which model.yaml schema a text is in), `raw` (serde's view of a case),
+//! `locate` (the line of a key), `check` (the rules on one training case), `inference`
+//! (the TecoInference schema and its rules) and `cases` (the file: inspect, load, the zoo
 //! root).
 
 mod cases;
