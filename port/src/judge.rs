@@ -63,7 +63,13 @@ pub(crate) fn judge_original(
             why: "the baseline is a log of a CUDA run (--baseline-log): other kernels (and TF32) differ from the CPU's at every step, so the port is judged by the ModelZoo's 1% rule on the final value".into(),
         };
     } else {
-        let first = run_side(ctx, Side::Baseline, "baseline", OpPrecision::AsCalled, cancel)?;
+        let first = run_side(
+            ctx,
+            Side::Baseline,
+            "baseline",
+            OpPrecision::AsCalled,
+            cancel,
+        )?;
         port.baseline = first;
         if let Some(verdict) = judge_baseline_run(port, ctx, false) {
             return Ok(Err(verdict));
@@ -139,7 +145,13 @@ pub(crate) fn judge_original(
     saved.backward = port.loss_note.is_some();
     saved.loss_note = port.loss_note.clone();
     if saved.rule.name == "step-by-step" {
-        let second = run_side(ctx, Side::Baseline, "baseline-2", OpPrecision::Float64, cancel)?;
+        let second = run_side(
+            ctx,
+            Side::Baseline,
+            "baseline-2",
+            OpPrecision::Float64,
+            cancel,
+        )?;
         port.baseline_second = Some(second);
         if let Some(verdict) = judge_baseline_run(port, ctx, true) {
             return Ok(Err(verdict));
@@ -192,7 +204,13 @@ pub(crate) fn run_unjudged_candidate(
 ) -> Result<Verdict, PortError> {
     let why = port.summary.replace("; the port was not run", "");
     let started = SystemTime::now() - Duration::from_secs(2);
-    let candidate = run_side(ctx, Side::Candidate, "candidate", OpPrecision::AsCalled, cancel)?;
+    let candidate = run_side(
+        ctx,
+        Side::Candidate,
+        "candidate",
+        OpPrecision::AsCalled,
+        cancel,
+    )?;
     port.inventory = read_inventory(&ctx.work.join("inventory"), started);
     port.candidate = Some(candidate);
     if let Some(verdict) = judge_candidate_ran(port, Some(scan)) {
@@ -215,7 +233,13 @@ pub(crate) fn run_and_judge_candidate(
 ) -> Result<Verdict, PortError> {
     // Filesystem times can be coarser than the clock: a margin, on top of the fresh directory.
     let started = SystemTime::now() - Duration::from_secs(2);
-    let candidate = run_side(ctx, Side::Candidate, "candidate", OpPrecision::AsCalled, cancel)?;
+    let candidate = run_side(
+        ctx,
+        Side::Candidate,
+        "candidate",
+        OpPrecision::AsCalled,
+        cancel,
+    )?;
     port.inventory = read_inventory(&ctx.work.join("inventory"), started);
     port.candidate = Some(candidate);
     Ok(judge_candidate(port, saved, scan))

@@ -63,7 +63,13 @@ pub(crate) fn judge_across_runs(
         Some(saved) => run_and_judge_candidate(port, ctx, saved, Some(scan), cancel)?,
         None => {
             let started = SystemTime::now() - Duration::from_secs(2);
-            let run = run_side(ctx, Side::Candidate, "candidate", OpPrecision::AsCalled, cancel)?;
+            let run = run_side(
+                ctx,
+                Side::Candidate,
+                "candidate",
+                OpPrecision::AsCalled,
+                cancel,
+            )?;
             port.inventory = read_inventory(&ctx.work.join("inventory"), started);
             port.candidate = Some(run);
             if let Some(v) = judge_candidate_ran(port, Some(scan)) {
