@@ -24,6 +24,9 @@ fn index(bytes: &[u8]) {
     for case in &cases.cases {
         let _ = case.args("sdaa");
         let _ = cases.run_dir(case);
+        for inv in &case.invocations {
+            let _ = inv.args();
+        }
     }
     let _ = cases.into_valid();
 }

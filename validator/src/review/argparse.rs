@@ -494,6 +494,30 @@ parser.add_argument('--con' 'cat')
         assert!(parse("if sys.argv == []: pass\n").is_ok());
     }
 
+    /// Cut-off source (an unclosed string or call, a lone backslash or quote) reads without a
+    /// panic, every prefix of a real parser included.
+    #[test]
+    fn cut_off_source_never_panics() {
+        let src = "p = argparse.ArgumentParser()\np.add_argument('-b', \"--bs\", type=int)  # c\nx = r'''a\\'''\n";
+        for end in 0..=src.len() {
+            if src.is_char_boundary(end) {
+                let _ = parse_file(&tokens(&src[..end]));
+            }
+        }
+        for s in [
+            "'",
+            "'''",
+            "f'",
+            "\\",
+            "p.add_argument(",
+            "p.add_argument('--x",
+            "from . import",
+        ] {
+            let _ = parse_file(&tokens(s));
+        }
+        assert_eq!(parse(src).unwrap(), set(&["-b", "--bs"]));
+    }
+
     #[test]
     fn options_match_as_argparse_matches_them() {
         let p = Parser {
