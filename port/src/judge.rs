@@ -34,6 +34,7 @@ pub(crate) fn judge_original(
         series: Vec::new(),
         noise: BTreeMap::new(),
         routing: ctx.routing.clone(),
+        seed: ctx.seed,
     };
     if let Some(log) = &opts.baseline_log {
         let log = log.canonicalize().unwrap_or_else(|_| log.clone());

@@ -105,6 +105,9 @@ pub struct Options {
     /// `--runs N`: how many times each side runs (1: one run a side, judged pair against pair;
     /// 2 or more: judged across the runs too, [`multirun`]).
     pub runs: usize,
+    /// `--seed N`: the shim seeds torch, `random` and numpy in every run, original and port
+    /// (`MODELZOO_PORT_SEED`), for a script that seeds nothing; `--recheck` keeps it.
+    pub seed: Option<u32>,
 }
 
 /// Why a port could not start (exit 2): nothing was run.
@@ -349,6 +352,9 @@ struct Saved {
     /// The `--op` routes (the recheck's port keeps them).
     #[serde(default)]
     routing: ops::OpRouting,
+    /// `--seed` (the recheck's port is seeded alike).
+    #[serde(default)]
+    seed: Option<u32>,
 }
 
 const SAVED_FORMAT: &str = "modelzoo-port-baseline/1";
@@ -450,6 +456,7 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
         baseline_device: opts.baseline_device,
         kit: opts.kit.clone(),
         routing,
+        seed: opts.seed,
     };
     write_shim(&work)?;
 
@@ -551,6 +558,7 @@ pub fn recheck(dst: &Path, kit: Option<Kit>, cancel: &AtomicBool) -> Result<Port
         baseline_device: saved.baseline_device,
         kit,
         routing: saved.routing.clone(),
+        seed: saved.seed,
     };
     write_shim(&work)?;
     let ctx_routing = &ctx.routing;
@@ -593,6 +601,7 @@ struct Ctx {
     baseline_device: BaselineDevice,
     kit: Option<Kit>,
     routing: ops::OpRouting,
+    seed: Option<u32>,
 }
 
 /// `check_inputs` of a fresh port: SRC, `--out`, the command, `--log`, `--baseline-log`.

@@ -135,6 +135,9 @@ pub(crate) fn run_side(
     // The shim records backward()'s losses on every side; it maps CUDA only on a CPU baseline.
     let first = vec![shim];
     let mut fault_injection = None;
+    if let Some(seed) = ctx.seed {
+        env.push(("MODELZOO_PORT_SEED", seed.to_string().into()));
+    }
     match side {
         Side::Baseline if ctx.baseline_device == BaselineDevice::Cpu => {
             env.push(("MODELZOO_PORT_CPU_BASELINE", "1".into()));

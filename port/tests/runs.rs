@@ -40,6 +40,7 @@ fn port_noisy(tmp: &Path, extra: &[&str], runs: usize) -> Port {
         ops: Vec::new(),
         baseline_ops: Vec::new(),
         runs,
+        seed: None,
     };
     modelzoo_port::run(&opts, &AtomicBool::new(false)).expect("the port ran")
 }
@@ -138,6 +139,7 @@ fn runs_0_and_runs_with_a_baseline_log_are_refused_before_anything_runs() {
         ops: Vec::new(),
         baseline_ops: Vec::new(),
         runs: 0,
+        seed: None,
     };
     let err = modelzoo_port::run(&opts, &AtomicBool::new(false)).unwrap_err();
     assert!(err.to_string().contains("--runs 0"), "{err}");

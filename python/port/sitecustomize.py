@@ -46,8 +46,8 @@ per line; through ``GradScaler.scale`` the unscaled loss is recorded. At exit
 fp16/bf16 autocast region was entered enabled). Nothing is mapped unless
 ``MODELZOO_PORT_CPU_BASELINE=1`` is set too.
 
-``MODELZOO_PORT_SEED=N`` (every run: port's own environment, which its runs inherit; give it to
-``--recheck`` again): right after torch is imported,
+``MODELZOO_PORT_SEED=N`` (every run: ``modelzoo port --seed N`` sets it, and ``--recheck`` keeps
+it): right after torch is imported,
 before the script's own code goes on, ``torch.manual_seed(N)``, ``random.seed(N)`` and numpy's
 ``np.random.seed(N)`` — a script that seeds nothing (torchvision's detection reference) then
 draws the same weights, shuffles and augmentations in every run, so its two baseline runs agree

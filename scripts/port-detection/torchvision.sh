@@ -4,8 +4,8 @@
 # coco_eval.py, presets.py, transforms.py, group_by_aspect_ratio.py; never edited) trains a
 # Faster R-CNN with a MobileNetV3 backbone (no pretrained weights: nothing is downloaded) for
 # one epoch on a tiny generated COCO set (make_coco.py), then evaluates it (pycocotools' COCO
-# summary: val.mAP in PORT.md). The script seeds nothing, so port runs it with `--seed`-style
-# seeding by the kit's shim (MODELZOO_PORT_SEED). Then a device-only bug (the learning rate
+# summary: val.mAP in PORT.md). The script seeds nothing, so port runs it with `--seed SEED`
+# (the kit's shim seeds every run; `--recheck` keeps it). Then a device-only bug (the learning rate
 # x 0.9 when the device is sdaa) is written into the PORT, never into the public code, and
 # `--recheck` must FAIL. Prints one row per port (verdict, exit code, both sides' seconds) and
 # the mAP each side printed; PORT.md of each is in WORK/ported/.
@@ -77,11 +77,10 @@ cmd=(python train.py --data-path ../coco --model fasterrcnn_mobilenet_v3_large_3
 src="$W/src/detection" dst="$W/ported/detection"
 rm -rf "$src" "$dst"
 cp -r "$det" "$src"
-export MODELZOO_PORT_SEED="$SEED"
 echo "| run | command | verdict | exit | original s | port s | val.mAP original / port |"
 echo "|---|---|---|---:|---:|---:|---|"
-"$mz" port "$src" --out "$dst" --timeout "$TIMEOUT" -- "${cmd[@]}" >"$W/ported/detection.out" 2>&1
-printf '| detection | `MODELZOO_PORT_SEED=%s modelzoo port SRC --out DST -- %s` | %s |\n' "$SEED" "${cmd[*]}" "$(summary "$dst")"
+"$mz" port "$src" --seed "$SEED" --out "$dst" --timeout "$TIMEOUT" -- "${cmd[@]}" >"$W/ported/detection.out" 2>&1
+printf '| detection | `modelzoo port SRC --seed %s --out DST -- %s` | %s |\n' "$SEED" "${cmd[*]}" "$(summary "$dst")"
 "$py" - "$dst/train.py" <<'PY' || exit 2
 import sys
 path = sys.argv[1]

@@ -456,6 +456,28 @@ fn an_unseeded_original_is_not_reproducible_exit_2_with_its_spread_never_a_drift
     );
 }
 
+/// `--seed N` seeds every run of an unseeded original and its port alike (the shim, right after
+/// torch's import), so the step rule judges them; `--recheck` keeps the seed (without it, the
+/// recheck's port would draw other weights and "drift").
+#[test]
+fn seed_makes_an_unseeded_original_judgeable_and_recheck_keeps_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = copy_project("unseeded", tmp.path());
+    let out = tmp.path().join("ported");
+    let p = port_with(
+        &src,
+        &out,
+        &["--seed", "7"],
+        &[],
+        &["python", "train.py", "--steps", "2"],
+    );
+    assert_eq!(p.code, 0, "{}", p.context());
+    assert_eq!(p.json["verdict"], "pass", "{}", p.context());
+    let r = recheck(&out, &[]);
+    assert_eq!(r.code, 0, "{}", r.context());
+    assert_eq!(r.json["verdict"], "pass", "{}", r.context());
+}
+
 #[test]
 fn a_hostile_project_neither_fools_the_verdict_nor_the_report_nor_gets_written() {
     let tmp = tempfile::tempdir().unwrap();

@@ -71,6 +71,11 @@ pub struct Args {
     /// 3 or more (docs/port.md, "Several runs a side"). 1: one run a side.
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with_all = ["recheck", "bisect"])]
     runs: usize,
+    /// Seed torch, Python's `random` and numpy with N in every run, original and port, right
+    /// after torch is imported (for a script that seeds nothing; one that seeds itself later
+    /// still wins). `--recheck` keeps it.
+    #[arg(long, value_name = "N", conflicts_with = "recheck")]
+    seed: Option<u32>,
     /// The training command, after `--`, run as is in SRC and in DST (no shell; `python` is the
     /// kit's .venv python when `make setup` made one).
     #[arg(last = true, value_name = "CMD")]
@@ -107,6 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ops: args.ops,
             baseline_ops: args.baseline_ops,
             runs: args.runs,
+            seed: args.seed,
         };
         modelzoo_port::run(&opts, &cancel)?
     };
