@@ -326,6 +326,9 @@ pub struct Port {
     /// `--runs N` (N ≥ 2): every further run and the comparison across the runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub across_runs: Option<multirun::AcrossRuns>,
+    /// `--seed`: the seed the shim gave every run (None: the script's own seeding only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u32>,
 }
 
 /// What a port saves for `--recheck` (`.modelzoo-port/baseline.json`).
@@ -444,6 +447,7 @@ pub fn run(opts: &Options, cancel: &AtomicBool) -> Result<Port, PortError> {
         inventory: None,
         routing: ctx_routing.clone(),
         across_runs: None,
+        seed: opts.seed,
     };
     let ctx = Ctx {
         src: src.clone(),
@@ -584,6 +588,7 @@ pub fn recheck(dst: &Path, kit: Option<Kit>, cancel: &AtomicBool) -> Result<Port
         inventory: None,
         routing: ctx_routing.clone(),
         across_runs: None,
+        seed: saved.seed,
     };
     let verdict = run_and_judge_candidate(&mut port, &ctx, &saved, None, cancel)?;
     finish(port, verdict, &out)

@@ -138,6 +138,13 @@ pub fn render_markdown(port: &Port) -> String {
         "- command (run as is in a fresh copy of each): {}",
         code(&port.command.join(" "))
     );
+    if let Some(seed) = port.seed {
+        let _ = writeln!(
+            md,
+            "- seed: `--seed {seed}`: the kit's shim seeded torch, `random` and numpy with it in \
+             every run, original and port, right after torch's import"
+        );
+    }
     if let Some(rule) = &port.rule {
         let name = match rule.name.as_str() {
             "step-by-step" => "step by step against the original's measured noise",

@@ -473,9 +473,12 @@ fn seed_makes_an_unseeded_original_judgeable_and_recheck_keeps_it() {
     );
     assert_eq!(p.code, 0, "{}", p.context());
     assert_eq!(p.json["verdict"], "pass", "{}", p.context());
+    assert_eq!(p.json["seed"], 7, "{}", p.context());
+    assert!(p.md.contains("`--seed 7`"), "{}", p.md);
     let r = recheck(&out, &[]);
     assert_eq!(r.code, 0, "{}", r.context());
     assert_eq!(r.json["verdict"], "pass", "{}", r.context());
+    assert_eq!(r.json["seed"], 7, "{}", r.context());
 }
 
 #[test]
