@@ -10,18 +10,6 @@ use std::path::{Path, PathBuf};
 /// The longest a source file may be: past it a file holds several concerns, split it by them.
 const MAX_LINES: usize = 900;
 
-/// Files over [`MAX_LINES`] that another change is splitting (issue #41); each leaves this list
-/// when it is split. A new file over the limit fails the test.
-const BEING_SPLIT: &[&str] = &[
-    // Grown past the limit by changes made while this test was written: split them.
-    "port/src/bisect.rs",
-];
-
-/// Circles that changes made while this test was written brought in (issue #41), as the test
-/// prints them: untangle each (what both sides need into a module both import) and remove it
-/// from this list. Any other circle fails the test.
-const KNOWN_CIRCLES: &[&str] = &[];
-
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -237,10 +225,10 @@ fn no_crate_has_an_import_circle_between_its_top_level_modules() {
     let mut bad = Vec::new();
     for dir in crates {
         for c in show(&circles(&rust_edges(&dir.join("src")))) {
-            let line = format!("{}: {c}", dir.strip_prefix(&root).unwrap_or(&dir).display());
-            if !KNOWN_CIRCLES.contains(&line.as_str()) {
-                bad.push(line);
-            }
+            bad.push(format!(
+                "{}: {c}",
+                dir.strip_prefix(&root).unwrap_or(&dir).display()
+            ));
         }
     }
     assert!(
@@ -287,9 +275,6 @@ fn no_source_file_is_over_the_line_limit() {
         seen += 1;
         let rel = f.strip_prefix(&root).unwrap_or(&f).to_string_lossy();
         let rel = rel.replace('\\', "/");
-        if BEING_SPLIT.contains(&rel.as_str()) {
-            continue;
-        }
         let lines = fs::read_to_string(&f).map_or(0, |t| t.lines().count());
         if lines > MAX_LINES {
             long.push(format!("{rel}: {lines} lines"));
