@@ -272,20 +272,58 @@ fn unusable_input_exits_2_with_the_reason() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// The Python suite (python/tests: the probe, the dllogger API, torch_sdaa, port's shim, ...)
+/// in `PY_SHARDS` processes, one test each, so that it runs on both cores beside this file's
+/// other tests: as one `unittest discover` it took ~70 s, the longest test of `make test`.
+/// Shard i runs every `PY_SHARDS`-th test class in name order from the i-th (a class, with its
+/// setUpClass, stays in one process): together the shards run every class of the discovery
+/// once, a module that fails to import included (unittest's `_FailedTest` is a class too).
+const PY_SHARDS: usize = 3;
+
+const PY_SHARD: &str = r#"
+import sys, unittest
+shard, shards, start = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def cases(suite):
+    for t in suite:
+        if isinstance(t, unittest.TestSuite):
+            yield from cases(t)
+        else:
+            yield t
+by_class = {}
+for t in cases(unittest.defaultTestLoader.discover(start)):
+    by_class.setdefault(type(t).__module__ + "." + type(t).__qualname__, []).append(t)
+names = sorted(by_class)[shard::shards]
+suite = unittest.TestSuite(t for n in names for t in by_class[n])
+print(f"shard {shard} of {shards}: {len(names)} classes of {len(by_class)}", file=sys.stderr)
+ok = unittest.TextTestRunner().run(suite).wasSuccessful()
+sys.exit(0 if ok and suite.countTestCases() > 0 else 1)
+"#;
+
+fn python_suite_shard(shard: usize) {
+    let (i, n) = (shard.to_string(), PY_SHARDS.to_string());
+    let start = root().join("python/tests");
+    let out = python(&["-c", PY_SHARD, &i, &n, s(&start)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\nOK"), "{stderr}");
+}
+
 #[test]
-fn probe_unittests_pass() {
-    let out = python(&[
-        "-m",
-        "unittest",
-        "discover",
-        "-s",
-        root().join("python/tests").to_str().unwrap(),
-    ]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("OK"));
+fn python_suite_shard_0_passes() {
+    python_suite_shard(0);
+}
+
+#[test]
+fn python_suite_shard_1_passes() {
+    python_suite_shard(1);
+}
+
+#[test]
+fn python_suite_shard_2_passes() {
+    python_suite_shard(2);
 }
 
 /// `modelzoo op check` (docs/op.md) with the fixtures of python/tests/test_opcheck.py (whose
-/// unittests, run by `probe_unittests_pass`, cover the harness case by case), from that
+/// unittests, run by `python_suite_shard_*`, cover the harness case by case), from that
 /// directory so `test_opcheck` resolves as a porter's own module would.
 fn op_check(args: &[&str], repro: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_modelzoo"))
