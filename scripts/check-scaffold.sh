@@ -42,6 +42,8 @@ import json, sys
 units, dst = sys.argv[1:]
 tables = {False: {}, True: {}}  # host (build scripts, proc macros: opt-level 0) or not
 for line in open(units):
+    if not line.startswith("{"):
+        continue
     m = json.loads(line)
     kinds = m.get("target", {}).get("kind", [])
     if m.get("reason") != "compiler-artifact" or not {"lib", "rlib", "proc-macro"} & set(kinds):
