@@ -26,7 +26,10 @@ pub(crate) fn scan(text: &str) -> Vec<Line> {
     for (i, raw) in text.lines().enumerate() {
         let no = i + 1;
         if let Some(marker) = fence {
-            if raw.trim_start().starts_with(marker) {
+            // Only the marker alone closes the block: a "```bash" line inside it is content
+            // (CommonMark; GitHub renders it so), not the end of the block and a new one.
+            let t = raw.trim_start();
+            if t.starts_with(marker) && t.trim_start_matches(&marker[..1]).trim().is_empty() {
                 fence = None;
             }
             out.push(Line {

@@ -323,3 +323,54 @@ fn a_model_filed_under_another_tasks_category_is_named() {
         assert_eq!(category(&dir), Vec::<String>::new(), "{}", dir.display());
     }
 }
+
+/// A README `cd` into this model's own run_scripts/ when the directory lacks run_scripts/ names
+/// the right directory: it was reported as "not this model's directory (that is <the same
+/// path>)" on the public ModelZoo's DaNet and nonlocal_net. The commands after it are looked for
+/// there instead; a cd naming another directory is still paths.cd's.
+#[test]
+fn cd_into_this_models_missing_subdirectory_is_not_a_wrong_cd() {
+    let t = tempfile::tempdir().unwrap();
+    let d = model(t.path(), "Demo");
+    fs::remove_dir_all(d.join("run_scripts")).unwrap();
+    let r = check(&d);
+    assert!(of(&r, "paths.cd").is_empty(), "{:#?}", r.findings);
+    let cmd = of(&r, "paths.command");
+    assert!(
+        cmd.iter().any(|c| c.contains(
+            "README.md:18: the script it runs, `run_demo.py` does not exist (looked for in run_scripts/)"
+        )),
+        "{cmd:#?}"
+    );
+    write(
+        &d.join("README.md"),
+        readme("Demo", "").replace(
+            "Classification/Demo/run_scripts",
+            "Classification/demo/run_scripts",
+        ),
+    );
+    let cd = of(&check(&d), "paths.cd");
+    assert_eq!(cd.len(), 1, "{cd:#?}");
+    assert!(
+        cd[0].contains("(that is <ModelZoo_path>/PyTorch/contrib/Classification/Demo;"),
+        "{cd:#?}"
+    );
+}
+
+/// A fence line with an info string (`   ```bash`) inside a fenced block is content, not its
+/// end (CommonMark): the public ModelZoo's build-in readmes open with ```` ```markdown ````,
+/// and the README's `### 2.4 启动训练` after the block's real end was read as inside code, so
+/// readme.sections listed "start training" as missing.
+#[test]
+fn a_fence_line_with_an_info_string_does_not_close_a_block() {
+    let t = tempfile::tempdir().unwrap();
+    let d = model(t.path(), "Demo");
+    write(
+        &d.join("README.md"),
+        "```markdown\n## 1. 模型概述\nDemo.\n### 2.2 构建环境\n   ```bash\n   conda activate torch_env\n```\n### 2.4 启动训练\n```bash\npython run_demo.py --nproc_per_node 4 --model_name demo --epoch 1 --batch_size 32 --device sdaa\n```\n",
+    );
+    let sections = of(&check(&d), "readme.sections");
+    assert_eq!(sections.len(), 1, "{sections:#?}");
+    assert!(sections[0].contains("model introduction"), "{sections:#?}");
+    assert!(!sections[0].contains("start training"), "{sections:#?}");
+}

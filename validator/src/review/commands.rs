@@ -444,24 +444,19 @@ fn zoo_cd(dir: &Path, rest: &str) -> Result<PathBuf, String> {
             // Not in a zoo tree: the model directory's name must be among the named components.
             let name = comps.last().map(|s| s.as_str()).unwrap_or("");
             return match named.iter().position(|c| *c == name) {
-                Some(i) => {
-                    let sub: PathBuf = named[i + 1..].iter().collect();
-                    if dir.join(&sub).is_dir() {
-                        Ok(sub)
-                    } else {
-                        Err(format!("{name}/{}", sub.display()))
-                    }
-                }
+                // This model's own path: a subdirectory the directory lacks is no wrong cd
+                // (see below).
+                Some(i) => Ok(named[i + 1..].iter().collect()),
                 None => Err(name.to_string()),
             };
         }
     };
     if named.len() >= model.len() && named[..model.len()] == model[..] {
-        let sub: PathBuf = named[model.len()..].iter().collect();
-        if sub.as_os_str().is_empty() || dir.join(&sub).is_dir() {
-            return Ok(sub);
-        }
-        return Err(format!("{}/{}", model.join("/"), sub.display()));
+        // The cd names this model's own path. A subdirectory the directory lacks (a README's
+        // `cd …/run_scripts` where run_scripts/ is missing) is not a wrong cd — it was reported
+        // as "not this model's directory (that is <the same path>)": the commands after it are
+        // looked for there, so paths.command names what is missing.
+        return Ok(named[model.len()..].iter().collect());
     }
     // What it should say: this model's path, and the subdirectory it meant when it has one.
     match named.last().filter(|last| dir.join(last).is_dir()) {
