@@ -91,15 +91,41 @@ pub struct DataParallel {
     /// Buffers (BatchNorm running statistics): rank 0's are given to all before each step,
     /// as DDP's default `broadcast_buffers=True` does.
     buffers: Vec<Tensor>,
-    _store: Store,
+    store: Store,
+}
+
+/// The store prefix of one attempt's keys (`TORCHELASTIC_RESTART_COUNT`).
+fn attempt_prefix(attempt: u64) -> String {
+    format!("mz/attempt_{attempt}/")
+}
+
+/// The key (in the launcher's store, no prefix) a rank sets when it was itself interrupted
+/// (SIGINT/SIGTERM): its peers stop with it at the agreed step and exit alike, so only this
+/// says which rank the launcher should name.
+pub fn interrupted_key(attempt: u64, rank: usize) -> String {
+    // As c10d's PrefixStore joins them: prefix, '/', key.
+    format!("{}/{}", attempt_prefix(attempt), rank_interrupted_key(rank))
+}
+
+/// [`interrupted_key`] within its attempt's prefix (what a worker's store sees).
+fn rank_interrupted_key(rank: usize) -> String {
+    format!("interrupted/rank_{rank}")
 }
 
 impl DataParallel {
+    /// Record in the job's store that this rank itself was interrupted ([`interrupted_key`]).
+    /// Best effort: without it the launcher names the first rank it saw end.
+    pub fn note_interrupted(&self) {
+        if let Err(e) = self.store.set(&rank_interrupted_key(self.world.rank), b"1") {
+            tracing::debug!("could not record the interrupt in the store: {e}");
+        }
+    }
+
     /// Rendezvous with every rank at MASTER_ADDR:MASTER_PORT (connecting to the launcher's
     /// store, or — without one — rank 0 serving it), then build the process group for
     /// `device`. Waits at most `timeout` for the others; the error then says how many came.
     pub fn join(world: WorldInfo, device: &Device, timeout: Duration) -> Result<Self, EngineError> {
-        let prefix = format!("mz/attempt_{}/", world.attempt);
+        let prefix = attempt_prefix(world.attempt);
         let (addr, port) = (world.master_addr.as_str(), world.master_port);
         let store = if world.agent_store || world.rank != 0 {
             Store::connect(addr, port, timeout, &prefix)
@@ -139,7 +165,7 @@ impl DataParallel {
             group,
             reducer: None,
             buffers: Vec::new(),
-            _store: store,
+            store,
         })
     }
 

@@ -624,6 +624,10 @@ impl<'d, M: BasicModule> Engine<'d, M> {
         let Some(ddp) = &self.ddp else {
             return Ok(local);
         };
+        if local {
+            // Before the collective, so the key is set before any rank can exit.
+            ddp.note_interrupted();
+        }
         let t = self
             .device
             .to_device(&Tensor::from_slice(&[f32::from(u8::from(local))]));

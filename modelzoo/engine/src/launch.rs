@@ -340,7 +340,11 @@ fn supervise(
             // A rank that dies takes its peers down with it (their collectives fail a moment
             // later): let them end, then name the one that failed first, not a bystander.
             settle(workers, SETTLE);
-            let cause = root_cause(workers, first);
+            let cause = root_cause(workers, first, |rank| {
+                store
+                    .check(&crate::dist::interrupted_key(0, rank))
+                    .unwrap_or(false)
+            });
             let w = &workers[cause];
             let status = w.status.expect("the failed worker has a status");
             let interrupted = interrupted_status(&status);
@@ -452,8 +456,11 @@ fn settle(workers: &mut [Worker], window: Duration) {
 
 /// Of the failed workers, the one whose failure caused the others': a worker killed by a
 /// signal (SIGKILL, SIGSEGV, ... — not an interrupt) over one that exited with an error when
-/// its peer vanished; else the first failure seen (`first`).
-fn root_cause(workers: &[Worker], first: usize) -> usize {
+/// its peer vanished; of interrupted workers (all exit 130 at the step they agreed to stop
+/// at), the one that recorded being interrupted itself (`noted(rank)`: the store key its
+/// engine sets, [`crate::dist::interrupted_key`]; the launcher sets attempt 0); else the
+/// first failure seen (`first`).
+fn root_cause(workers: &[Worker], first: usize, noted: impl Fn(usize) -> bool) -> usize {
     let killed = |w: &Worker| {
         w.status
             .is_some_and(|s| s.signal().is_some() && !interrupted_status(&s))
@@ -461,7 +468,12 @@ fn root_cause(workers: &[Worker], first: usize) -> usize {
     if killed(&workers[first]) {
         return first;
     }
-    workers.iter().position(killed).unwrap_or(first)
+    if let Some(i) = workers.iter().position(killed) {
+        return i;
+    }
+    let interrupted_itself =
+        |w: &Worker| w.status.is_some_and(|s| interrupted_status(&s)) && noted(w.rank);
+    workers.iter().position(interrupted_itself).unwrap_or(first)
 }
 
 fn stop_all(workers: &mut [Worker]) {
@@ -505,13 +517,28 @@ mod tests {
     /// when rank 0 vanished (and was seen first).
     #[test]
     fn the_killed_worker_is_the_cause_not_the_peer_that_lost_it() {
+        let none = |_: usize| false;
         let workers = [worker(0, "kill -9 $$"), worker(1, "exit 1")];
-        assert_eq!(root_cause(&workers, 1), 0);
+        assert_eq!(root_cause(&workers, 1, none), 0);
         // No worker killed: the first failure seen.
         let workers = [worker(0, "exit 3"), worker(1, "exit 1")];
-        assert_eq!(root_cause(&workers, 1), 1);
+        assert_eq!(root_cause(&workers, 1, none), 1);
         // An interrupt is not a crash.
         let workers = [worker(0, "kill -TERM $$"), worker(1, "exit 1")];
-        assert_eq!(root_cause(&workers, 1), 1);
+        assert_eq!(root_cause(&workers, 1, none), 1);
+    }
+
+    /// Both ranks stop at the step they agreed on and exit 130; rank 0 may be seen first (a
+    /// gate named it, though rank 1 got the SIGTERM): the rank that recorded its own interrupt
+    /// is the cause.
+    #[test]
+    fn of_ranks_interrupted_together_the_one_signalled_is_the_cause() {
+        let workers = [worker(0, "exit 130"), worker(1, "exit 130")];
+        assert_eq!(root_cause(&workers, 0, |rank| rank == 1), 1);
+        // Nothing recorded (an engine that could not reach the store): the first seen.
+        assert_eq!(root_cause(&workers, 0, |_| false), 0);
+        // A crash still outranks an interrupt.
+        let workers = [worker(0, "kill -9 $$"), worker(1, "exit 130")];
+        assert_eq!(root_cause(&workers, 1, |rank| rank == 1), 0);
     }
 }
