@@ -204,16 +204,7 @@ pub(crate) fn run_unjudged_candidate(
     cancel: &AtomicBool,
 ) -> Result<Verdict, PortError> {
     let why = port.summary.replace("; the port was not run", "");
-    let started = SystemTime::now() - Duration::from_secs(2);
-    let candidate = run_side(
-        ctx,
-        Side::Candidate,
-        "candidate",
-        OpPrecision::AsCalled,
-        cancel,
-    )?;
-    port.inventory = read_inventory(&ctx.work.join("inventory"), started);
-    port.candidate = Some(candidate);
+    run_candidate(port, ctx, cancel)?;
     if let Some(verdict) = judge_candidate_ran(port, Some(scan)) {
         return Ok(verdict);
     }
@@ -232,6 +223,16 @@ pub(crate) fn run_and_judge_candidate(
     scan: Option<&migrate::Report>,
     cancel: &AtomicBool,
 ) -> Result<Verdict, PortError> {
+    run_candidate(port, ctx, cancel)?;
+    Ok(judge_candidate(port, saved, scan))
+}
+
+/// Runs the port once (`candidate`) and reads the op inventory it wrote into `port`.
+pub(crate) fn run_candidate(
+    port: &mut Port,
+    ctx: &Ctx,
+    cancel: &AtomicBool,
+) -> Result<(), PortError> {
     // Filesystem times can be coarser than the clock: a margin, on top of the fresh directory.
     let started = SystemTime::now() - Duration::from_secs(2);
     let candidate = run_side(
@@ -243,7 +244,7 @@ pub(crate) fn run_and_judge_candidate(
     )?;
     port.inventory = read_inventory(&ctx.work.join("inventory"), started);
     port.candidate = Some(candidate);
-    Ok(judge_candidate(port, saved, scan))
+    Ok(())
 }
 
 /// The verdict when the original's run (`second`: its second run) cannot be judged against,

@@ -13,7 +13,7 @@
 //! - an original that is not reproducible (its two first runs differ from the first step —
 //!   unjudgeable with one run): the test across the runs, by the 1% rule.
 
-use super::judge::{judge_candidate_ran, run_and_judge_candidate};
+use super::judge::{judge_candidate_ran, run_and_judge_candidate, run_candidate};
 use super::runs::{backward_log, read_inventory, run_side, OpPrecision};
 use super::*;
 use validator::compare::{compare_runs, verdict_line, RunsComparison};
@@ -62,16 +62,7 @@ pub(crate) fn judge_across_runs(
     let first = match saved {
         Some(saved) => run_and_judge_candidate(port, ctx, saved, Some(scan), cancel)?,
         None => {
-            let started = SystemTime::now() - Duration::from_secs(2);
-            let run = run_side(
-                ctx,
-                Side::Candidate,
-                "candidate",
-                OpPrecision::AsCalled,
-                cancel,
-            )?;
-            port.inventory = read_inventory(&ctx.work.join("inventory"), started);
-            port.candidate = Some(run);
+            run_candidate(port, ctx, cancel)?;
             if let Some(v) = judge_candidate_ran(port, Some(scan)) {
                 return Ok(v);
             }
