@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The test of `modelzoo new --kind rust`: scaffold a model into a temporary copy of the
-# workspace (its own Cargo.toml naming this repository's crates by absolute path, so the
-# libraries built for this checkout are reused), build its run_<name> with cargo, train it two
-# steps through the engine's entry point and check the metric log has both train.loss lines.
-# Only the new crate is compiled: a `feature-pin` member of the temporary workspace asks for
-# every dependency with exactly the features this checkout's build resolved (read from cargo's
-# JSON messages), so cargo's per-build feature unification picks the same variants and reuses
-# the libraries already built (without it serde, tch, the engine, ... were compiled again:
-# ~100 s of `make test`).
+# workspace, build its run_<name> with cargo, train it two steps through the engine's entry
+# point and check the metric log has both train.loss lines.
+# Only the new crate is compiled, in this checkout's target directory, reusing what its build
+# compiled. Two things make that so:
+# - the copy mirrors this checkout's layout (each crate directory holds links to the real
+#   files), so every crate sits at the same path relative to the workspace root: cargo hashes
+#   that relative path into a path crate's identity, and a crate outside the root (an absolute
+#   path) is another build of it;
+# - a `feature-pin` member asks for every dependency with exactly the features this checkout's
+#   build resolved (read from cargo's JSON messages), so cargo's per-build feature unification
+#   picks the same variants.
+# Without them the engine, tch, serde, ... were compiled again (~2 min of `make test`).
 # Run by `make test` after the cargo tests (a nested cargo inside `cargo test` would wait on
 # the build directory's lock). Exit 0 when every check holds.
 set -euo pipefail
@@ -17,19 +21,26 @@ ws=$(mktemp -d)
 trap 'rm -rf "$ws"' EXIT
 fail() { echo "check-scaffold: $*" >&2; exit 1; }
 
-# The workspace: this repository's manifest with only the new crate as member and every path
-# dependency made absolute; the lock file as is (--offline: nothing new is resolved).
-python3 - "$root/Cargo.toml" "$ws/Cargo.toml" "$name" <<'PY'
-import re, sys
-src, dst, name = sys.argv[1:]
-text = open(src).read()
-root = src.rsplit("/", 1)[0]
+# The workspace: this repository's manifest with only the new crate as member; the lock file as
+# is (--offline: nothing new is resolved); each top directory a path dependency names (and
+# build-support, which build scripts include) made anew with links to its entries, so what
+# `modelzoo new` writes (modelzoo/<name>/, model_config/model.yaml: a copy) stays in the copy.
+python3 - "$root" "$ws" "$name" <<'PY'
+import os, re, shutil, sys
+root, ws, name = sys.argv[1:]
+text = open(f"{root}/Cargo.toml").read()
 text = re.sub(r"members = \[[^\]]*\]", f'members = ["modelzoo/{name}", "feature_pin"]', text, count=1, flags=re.S)
-text = re.sub(r'path = "([^"/][^"]*)"', lambda m: f'path = "{root}/{m.group(1)}"', text)
-open(dst, "w").write(text)
+open(f"{ws}/Cargo.toml", "w").write(text)
+shutil.copy(f"{root}/Cargo.lock", ws)
+tops = {p.split("/")[0] for p in re.findall(r'path = "([^"/][^"]*)"', text)} | {"build-support"}
+for top in sorted(tops):
+    os.mkdir(f"{ws}/{top}")
+    for entry in os.listdir(f"{root}/{top}"):
+        if (top, entry) == ("model_config", "model.yaml"):
+            shutil.copy(f"{root}/{top}/{entry}", f"{ws}/{top}/{entry}")
+        else:
+            os.symlink(f"{root}/{top}/{entry}", f"{ws}/{top}/{entry}")
 PY
-cp "$root/Cargo.lock" "$ws/"
-cp -r "$root/build-support" "$ws/"
 
 export LIBTORCH_USE_PYTORCH=1 PATH="$root/.venv/bin:$PATH"
 # What this checkout's build compiled, unit by unit with its features (everything is fresh
@@ -37,9 +48,9 @@ export LIBTORCH_USE_PYTORCH=1 PATH="$root/.venv/bin:$PATH"
 (cd "$root" && cargo build --release --offline --workspace --bins --examples --message-format=json) \
     >"$ws/units.json" 2>"$ws/units.err" || { tail -20 "$ws/units.err" >&2; fail "this checkout does not build (cargo build --release --workspace --bins --examples)"; }
 mkdir "$ws/feature_pin"
-python3 - "$ws/units.json" "$ws/feature_pin" <<'PY'
+python3 - "$ws/units.json" "$ws/feature_pin" "$root" "$ws" <<'PY'
 import json, sys
-units, dst = sys.argv[1:]
+units, dst, root, ws = sys.argv[1:]
 tables = {False: {}, True: {}}  # host (build scripts, proc macros: opt-level 0) or not
 for line in open(units):
     if not line.startswith("{"):
@@ -52,7 +63,8 @@ for line in open(units):
     name, _, version = tail.rpartition("@")
     name = name or source.rstrip("/").rsplit("/", 1)[-1]
     if source.startswith("path+"):
-        where = 'path = "%s"' % m["manifest_path"].rsplit("/", 1)[0]
+        # The copy's crate, not the checkout's: one path per crate in a build.
+        where = 'path = "%s"' % (ws + m["manifest_path"].rsplit("/", 1)[0][len(root):])
     else:
         where = 'version = "=%s"' % version.split("+")[0]
     host = "proc-macro" in kinds or m["profile"]["opt_level"] == "0"
