@@ -116,6 +116,36 @@ impl CaseCheck<'_> {
         case_name
     }
 
+    /// The case's name, for the messages, even when the rest of it does not deserialize.
+    pub(super) fn note_name(&mut self, item: &Value) {
+        if let Some(s) = item.get("case_name").and_then(|v| scalar(v).ok().flatten()) {
+            self.name = Some(s.text);
+        }
+    }
+
+    /// `value` (found under the keys `at`) as a `T`; None, with a `zoo-case.format` violation
+    /// at the key that failed, when it is not one.
+    pub(super) fn deserialize<T: serde::de::DeserializeOwned>(
+        &mut self,
+        value: &Value,
+        at: &[&str],
+    ) -> Option<T> {
+        match serde_path_to_error::deserialize(value.clone()) {
+            Ok(raw) => Some(raw),
+            Err(err) => {
+                let mut path: Vec<String> = at.iter().map(|k| k.to_string()).collect();
+                path.extend(err.path().iter().filter_map(|s| match s {
+                    serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+                    _ => None,
+                }));
+                let refs: Vec<&str> = path.iter().map(String::as_str).collect();
+                let message = explain(&err.into_inner().to_string(), &path);
+                self.fail(&refs, "zoo-case.format", message);
+                None
+            }
+        }
+    }
+
     /// The rules of a training case; the case when it is complete enough to name.
     pub fn case(
         &mut self,
@@ -123,27 +153,8 @@ impl CaseCheck<'_> {
         root: Option<&Path>,
         seen: &mut HashMap<String, usize>,
     ) -> Option<ZooCase> {
-        // The name first, for the messages, even when the rest does not deserialize.
-        if let Some(s) = item.get("case_name").and_then(|v| scalar(v).ok().flatten()) {
-            self.name = Some(s.text);
-        }
-        let raw: RawCase = match serde_path_to_error::deserialize(item.clone()) {
-            Ok(raw) => raw,
-            Err(err) => {
-                let path: Vec<String> = err
-                    .path()
-                    .iter()
-                    .filter_map(|s| match s {
-                        serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                let refs: Vec<&str> = path.iter().map(String::as_str).collect();
-                let message = explain(&err.into_inner().to_string(), &path);
-                self.fail(&refs, "zoo-case.format", message);
-                return None;
-            }
-        };
+        self.note_name(item);
+        let raw: RawCase = self.deserialize(item, &[])?;
         let case_name = self.case_name(&raw.case_name, seen);
         let (run_dir, run_file) = match &raw.desc {
             None => {

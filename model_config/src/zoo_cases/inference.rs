@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_yaml::Value;
 
 use super::check::CaseCheck;
-use super::raw::{explain, scalar, Field};
+use super::raw::Field;
 use super::schema::{
     CaseKind, Flag, Invocation, ScalarKind, ZooCase, INFERENCE_DTYPES, INFERENCE_PARAMS,
     INFERENCE_RUN_DIR_PREFIXES, INFERENCE_STAGES,
@@ -86,16 +86,6 @@ struct RawStage {
     params: Field,
 }
 
-/// serde's path to what failed, as keys.
-fn keys(path: &serde_path_to_error::Path) -> Vec<String> {
-    path.iter()
-        .filter_map(|s| match s {
-            serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 impl CaseCheck<'_> {
     /// The rules of an inference case; the case when it is complete enough to name.
     pub(super) fn inference_case(
@@ -104,19 +94,8 @@ impl CaseCheck<'_> {
         root: Option<&Path>,
         seen: &mut HashMap<String, usize>,
     ) -> Option<ZooCase> {
-        if let Some(s) = item.get("case_name").and_then(|v| scalar(v).ok().flatten()) {
-            self.name = Some(s.text);
-        }
-        let raw: RawInferenceCase = match serde_path_to_error::deserialize(item.clone()) {
-            Ok(raw) => raw,
-            Err(err) => {
-                let path = keys(err.path());
-                let refs: Vec<&str> = path.iter().map(String::as_str).collect();
-                let message = explain(&err.into_inner().to_string(), &path);
-                self.fail(&refs, "zoo-case.format", message);
-                return None;
-            }
-        };
+        self.note_name(item);
+        let raw: RawInferenceCase = self.deserialize(item, &[])?;
         let case_name = self.case_name(&raw.case_name, seen);
         let run_dir = self.required(&["run_dir"], &raw.run_dir);
         let run_dir_ok = run_dir.as_ref().is_some_and(|d| {
@@ -175,17 +154,7 @@ impl CaseCheck<'_> {
             );
             return None;
         }
-        let raw: RawStage = match serde_path_to_error::deserialize(value.clone()) {
-            Ok(raw) => raw,
-            Err(err) => {
-                let mut path = vec![stage.to_string()];
-                path.extend(keys(err.path()));
-                let refs: Vec<&str> = path.iter().map(String::as_str).collect();
-                let message = explain(&err.into_inner().to_string(), &path);
-                self.fail(&refs, "zoo-case.format", message);
-                return None;
-            }
-        };
+        let raw: RawStage = self.deserialize(value, &[stage])?;
         let run_file = self.required(&[stage, "run_file"], &raw.run_file);
         if let Some(f) = &run_file {
             self.check_run_file(&[stage, "run_file"], &f.text, None, dir);
